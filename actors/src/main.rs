@@ -1,0 +1,2 @@
+//! the sleuth binary
+fn main() {}

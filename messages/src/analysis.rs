@@ -1,0 +1,84 @@
+//! The question as it enters ([`AskRequest`]) and as intake understood it ([`QueryAnalysis`]; seed 001 §1, seed 003 §3).
+
+use serde::{Deserialize, Serialize};
+
+/// What a client sends to `sleuth.v1.ask`. Only `query` is required, so `{"query":"..."}` works from the `nats` CLI.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AskRequest {
+    pub query: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub conversation_id: Option<String>,
+    /// Overrides the route's turn cap; clamped to the server's maximum.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_turns: Option<u32>,
+    /// Overrides the default time budget, in milliseconds; clamped to the server's maximum.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeout_ms: Option<u64>,
+    /// Absent means the current version.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub schema_version: Option<u16>,
+}
+
+impl AskRequest {
+    pub fn new(query: impl Into<String>) -> AskRequest {
+        AskRequest { query: query.into(), conversation_id: None, max_turns: None, timeout_ms: None, schema_version: None }
+    }
+}
+
+/// The classifier's query types (seed 001).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum QueryType {
+    Factual,
+    Relational,
+    Comparative,
+    Exploratory,
+    Procedural,
+    Analytical,
+    Unknown,
+}
+
+/// Which path a question takes (seed 001 routing thresholds 0.35 / 0.55).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Route {
+    Fast,
+    Enhanced,
+    Agent,
+    Clarify,
+}
+
+/// Every factor of the complexity score, so a routing decision can be explained (seed 001 §1).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ComplexityScore {
+    pub score: f32,
+    pub query_type: f32,
+    pub entity_count: f32,
+    pub subquestion_count: f32,
+    pub keyword_matches: f32,
+    pub low_confidence: f32,
+    pub reason: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct QueryAnalysis {
+    /// The query after normalisation (white space, control characters).
+    pub normalized: String,
+    /// The query the planner searches with.
+    pub rewritten: String,
+    pub query_type: QueryType,
+    pub confidence: f32,
+    /// Candidate entity names, in order of appearance.
+    #[serde(default)]
+    pub entities: Vec<String>,
+    /// Quoted strings and other literals that must match exactly.
+    #[serde(default)]
+    pub literal_terms: Vec<String>,
+    /// Content words of the question (no stop words), lowercase.
+    #[serde(default)]
+    pub keywords: Vec<String>,
+    #[serde(default)]
+    pub subquestions: Vec<String>,
+    pub complexity: ComplexityScore,
+    pub route: Route,
+}

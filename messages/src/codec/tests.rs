@@ -1,0 +1,238 @@
+//! Round-trip, golden-bytes and hostile-input tests for the codec.
+
+use uuid::Uuid;
+
+use super::*;
+use crate::{
+    analysis::{AskRequest, ComplexityScore, QueryAnalysis, QueryType, Route},
+    envelope::{Envelope, Stage, WorkItem},
+    intent::{EntityRef, EntityType, GraphIntent, GraphLimits, GraphQueryType, SearchIntent},
+    loop_state::{ActionOutcome, ActionResult, Caps, Card, Counters, LoopState, Outcome, Phase, TurnRecord},
+    report::SufficiencyReport,
+    response::{AgentResponse, Citation, TerminationReason},
+    result::{GraphPath, GraphResult, Hit, RetrievalResult},
+    step::{Action, NextStep},
+    JsonMap,
+};
+
+fn request_id() -> Uuid {
+    Uuid::parse_str("01890a5d-ac96-774b-bcce-b302099a8057").unwrap()
+}
+
+fn work_item() -> WorkItem {
+    WorkItem {
+        envelope: Envelope {
+            schema_version: SCHEMA_VERSION,
+            request_id: request_id(),
+            turn: 2,
+            step: 1,
+            deadline_ms: 1_700_000_000_000,
+            attempt: 1,
+        },
+        stage: Stage::Retrieve,
+    }
+}
+
+fn hit(id: &str) -> Hit {
+    Hit { id: id.into(), doc_id: id.into(), title: format!("Title {id}"), text: "text".into(), score: 1.5, metadata: JsonMap::new() }
+}
+
+fn sample_state() -> LoopState {
+    let search = SearchIntent {
+        rationale: "find luffy".into(),
+        entity_type: EntityType::Character,
+        query: Some("Luffy".into()),
+        image_query: None,
+        filters: JsonMap::from([("year".to_string(), serde_json::json!(1999))]),
+        limit: Some(8),
+    };
+    let graph = GraphIntent {
+        rationale: "relate".into(),
+        query_type: GraphQueryType::Path,
+        start: EntityRef { entity_type: EntityType::Character, id: "a".into() },
+        end: Some(EntityRef { entity_type: EntityType::Character, id: "b".into() }),
+        max_hops: 3,
+        edge_types: vec!["co_appears".into()],
+        filters: JsonMap::new(),
+        limits: GraphLimits::default(),
+    };
+    let step = NextStep {
+        rationale: "two lookups".into(),
+        actions: vec![Action::QdrantSearch { search_intent: search }, Action::PgGraph { graph_intent: graph }],
+    };
+    let retrieval = RetrievalResult { summary: "1 hit".into(), raw_data: vec![hit("d1")], count: 1 };
+    let graph_result = GraphResult {
+        summary: "path".into(),
+        paths: vec![GraphPath { nodes: vec![], rels: vec!["co_appears".into()] }],
+        node_ids: vec![],
+        count: 1,
+        meta: JsonMap::new(),
+    };
+    LoopState {
+        schema_version: SCHEMA_VERSION,
+        request_id: request_id(),
+        request: AskRequest::new("How is Luffy related to Nami?"),
+        analysis: QueryAnalysis {
+            normalized: "How is Luffy related to Nami?".into(),
+            rewritten: "Luffy related Nami".into(),
+            query_type: QueryType::Relational,
+            confidence: 0.8,
+            entities: vec!["Luffy".into(), "Nami".into()],
+            literal_terms: vec![],
+            keywords: vec!["luffy".into(), "related".into(), "nami".into()],
+            subquestions: vec![],
+            complexity: ComplexityScore {
+                score: 0.225,
+                query_type: 0.5,
+                entity_count: 0.5,
+                subquestion_count: 0.0,
+                keyword_matches: 0.0,
+                low_confidence: 0.0,
+                reason: "relational".into(),
+            },
+            route: Route::Enhanced,
+        },
+        plan: None,
+        reply: None,
+        traceparent: Some("00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01".into()),
+        created_ms: 1,
+        deadline_ms: 2,
+        caps: Caps { max_turns: 5, no_new_information_rounds: 2, max_zero_result_steps: 3, max_hits_per_search: 8, token_budget: 0 },
+        turn: 1,
+        phase: Phase::Acting { pending: vec![1] },
+        turns: vec![TurnRecord {
+            turn: 1,
+            step,
+            outcomes: vec![
+                ActionOutcome { slot: 0, result: ActionResult::Retrieval(retrieval), new_cards: 1, elapsed_ms: 3 },
+                ActionOutcome { slot: 1, result: ActionResult::Graph(graph_result), new_cards: 0, elapsed_ms: 1 },
+            ],
+            report: Some(SufficiencyReport {
+                sufficient: false,
+                confidence: 0.4,
+                rationale: "missing Nami".into(),
+                gaps: vec![],
+                missing: vec!["Nami".into()],
+                new_queries: vec!["Nami".into()],
+                checks: vec![],
+                no_new_information: false,
+            }),
+        }],
+        cards: vec![Card { n: 1, turn: 1, hit: hit("d1") }],
+        counters: Counters::default(),
+        outcome: Some(Outcome::Answer(AgentResponse {
+            answer: "Luffy [1]".into(),
+            source_entities: vec![],
+            result_entities: vec![],
+            evidence: JsonMap::new(),
+            citations: vec![Citation { n: 1, hit_id: "d1".into(), doc_id: "d1".into(), title: "Title d1".into() }],
+            confidence: 0.9,
+            termination_reason: TerminationReason::Sufficient,
+            warnings: vec![],
+        })),
+        finished_ms: None,
+    }
+}
+
+#[test]
+fn loop_state_round_trips_in_both_encodings() {
+    let state = sample_state();
+    for encoding in [Encoding::MsgPack, Encoding::Json] {
+        let bytes = encode(&state, encoding).unwrap();
+        let (back, detected) = decode::<LoopState>(&bytes).unwrap();
+        assert_eq!(detected, encoding);
+        assert_eq!(back, state);
+    }
+}
+
+#[test]
+fn work_item_golden_bytes_do_not_drift() {
+    // If this fails, the wire format changed: bump SCHEMA_VERSION or make the change additive, then update the bytes.
+    let bytes = encode(&work_item(), Encoding::MsgPack).unwrap();
+    let hex: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
+    assert_eq!(hex, GOLDEN_WORK_ITEM);
+}
+
+#[test]
+fn ask_request_golden_bytes_do_not_drift() {
+    let bytes = encode(&AskRequest::new("Who is Luffy?"), Encoding::MsgPack).unwrap();
+    let hex: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
+    assert_eq!(hex, GOLDEN_ASK_REQUEST);
+}
+
+const GOLDEN_WORK_ITEM: &str = "82a8656e76656c6f706586ae736368656d615f76657273696f6e01aa726571756573745f6964c41001890a5dac96774bbcceb302099a8057a47475726e02a47374657001ab646561646c696e655f6d73cf0000018bcfe56800a7617474656d707401a57374616765a87265747269657665";
+const GOLDEN_ASK_REQUEST: &str = "81a57175657279ad57686f206973204c756666793f";
+
+#[test]
+fn json_ask_from_the_nats_cli_decodes() {
+    let (req, enc) = decode::<AskRequest>(br#"  {"query":"Which anime is Luffy in?"}"#).unwrap();
+    assert_eq!(enc, Encoding::Json);
+    assert_eq!(req.query, "Which anime is Luffy in?");
+}
+
+#[test]
+fn malformed_payloads_are_typed_errors() {
+    for bytes in [&b"{not json"[..], &b"\xc1\xc1\xc1"[..], &b""[..], &b"{\"query\": 5}"[..], &b"\x93\x01\x02"[..]] {
+        let err = decode::<AskRequest>(bytes).unwrap_err();
+        let response: ErrorResponse = err.into();
+        assert_eq!(response.kind, ErrorKind::Malformed, "{bytes:?}");
+        assert!(!response.retryable);
+    }
+}
+
+#[test]
+fn oversized_payload_is_refused_before_parsing() {
+    let bytes = vec![b'{'; MAX_PAYLOAD_BYTES + 1];
+    let response: ErrorResponse = decode::<AskRequest>(&bytes).unwrap_err().into();
+    assert_eq!(response.kind, ErrorKind::TooLarge);
+}
+
+#[test]
+fn unknown_schema_version_is_reported_as_such() {
+    let response: ErrorResponse =
+        decode::<AskRequest>(br#"{"query":"x","schema_version":99}"#).unwrap_err().into();
+    assert_eq!(response.kind, ErrorKind::UnsupportedVersion);
+
+    let mut item = work_item();
+    item.envelope.schema_version = 7;
+    let bytes = encode(&item, Encoding::MsgPack).unwrap();
+    let response: ErrorResponse = decode::<WorkItem>(&bytes).unwrap_err().into();
+    assert_eq!(response.kind, ErrorKind::UnsupportedVersion);
+}
+
+#[test]
+fn unknown_enum_value_is_malformed_not_a_panic() {
+    let json = br#"{"envelope":{"schema_version":1,"request_id":"01890a5d-ac96-774b-bcce-b302099a8057","turn":1,"step":0,"deadline_ms":1,"attempt":1},"stage":"teleporter"}"#;
+    let response: ErrorResponse = decode::<WorkItem>(json).unwrap_err().into();
+    assert_eq!(response.kind, ErrorKind::Malformed);
+}
+
+#[test]
+fn unknown_fields_are_ignored_so_old_readers_survive_additions() {
+    let (req, _) = decode::<AskRequest>(br#"{"query":"x","future_field":[1,2,3]}"#).unwrap();
+    assert_eq!(req.query, "x");
+}
+
+#[test]
+fn next_step_validation_enforces_the_parallel_cap() {
+    let search = |q: &str| Action::QdrantSearch {
+        search_intent: SearchIntent {
+            rationale: String::new(),
+            entity_type: EntityType::Document,
+            query: Some(q.into()),
+            image_query: None,
+            filters: JsonMap::new(),
+            limit: None,
+        },
+    };
+    assert!(NextStep { rationale: String::new(), actions: vec![search("a"), search("b")] }.validate().is_ok());
+    assert!(NextStep { rationale: String::new(), actions: vec![search("a"), search("b"), search("c")] }.validate().is_err());
+    assert!(NextStep { rationale: String::new(), actions: vec![] }.validate().is_err());
+    assert!(NextStep { rationale: String::new(), actions: vec![search("a"), Action::Final {}] }.validate().is_err());
+}
+
+#[test]
+fn action_json_uses_the_seed_tag() {
+    let json = serde_json::to_value(Action::Final {}).unwrap();
+    assert_eq!(json, serde_json::json!({"action": "final"}));
+}

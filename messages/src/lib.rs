@@ -1,0 +1,39 @@
+//! sleuth's wire protocol: every type that crosses the bus or the state store, their codec and subject names.
+//!
+//! This is the only crate that derives `Serialize`/`Deserialize` for the bus. Payloads are MessagePack
+//! with named fields (see [`codec`]); a payload whose first byte is `{` is JSON, and replies go out in
+//! the encoding of the request. Field additions are backwards compatible because every optional field
+//! has a serde default; anything else needs a new [`SCHEMA_VERSION`] and updated golden tests.
+
+pub mod analysis;
+pub mod codec;
+pub mod envelope;
+pub mod error;
+pub mod event;
+pub mod intent;
+pub mod loop_state;
+pub mod plan;
+pub mod report;
+pub mod response;
+pub mod result;
+pub mod step;
+pub mod subjects;
+
+pub use analysis::{AskRequest, ComplexityScore, QueryAnalysis, QueryType, Route};
+pub use codec::{CodecError, Encoding, MAX_PAYLOAD_BYTES};
+pub use envelope::{Envelope, Stage, WorkItem, SCHEMA_VERSION};
+pub use error::{ErrorKind, ErrorResponse};
+pub use event::{Event, EventKind};
+pub use intent::{EntityRef, EntityType, GraphIntent, GraphLimits, GraphQueryType, SearchIntent};
+pub use loop_state::{
+    ActionOutcome, ActionResult, AskReply, Caps, Card, Counters, LoopState, Outcome, Phase, ReplyTo,
+    TurnBrief, TurnRecord,
+};
+pub use plan::PlannerState;
+pub use report::{CheckOutcome, SufficiencyReport};
+pub use response::{AgentResponse, Citation, TerminationReason};
+pub use result::{GraphPath, GraphResult, Hit, RetrievalResult};
+pub use step::{Action, ActionKind, ClarifyingQuestion, NextStep, MAX_PARALLEL_ACTIONS};
+
+/// Free-form structured data (filters, evidence, metadata); a `BTreeMap` so encodings are deterministic.
+pub type JsonMap = std::collections::BTreeMap<String, serde_json::Value>;

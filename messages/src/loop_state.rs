@@ -1,0 +1,182 @@
+//! [`LoopState`]: one request's durable record, stored in the `sleuth_loops` KV bucket and updated with compare-and-swap.
+//!
+//! It is a wire type because it is serialised into the store; the transitions that change it live in the
+//! actors crate (`machine/`), as plain functions.
+
+use serde::{Deserialize, Serialize};
+use uuid::Uuid;
+
+use crate::{
+    analysis::{AskRequest, QueryAnalysis},
+    codec::Encoding,
+    error::ErrorResponse,
+    plan::PlannerState,
+    report::SufficiencyReport,
+    response::AgentResponse,
+    result::{GraphResult, Hit, RetrievalResult},
+    step::NextStep,
+};
+
+/// Where the final answer goes besides the events stream: the requester's reply inbox.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ReplyTo {
+    pub subject: String,
+    pub encoding: Encoding,
+}
+
+/// The caps in force for this request, fixed at intake so every replica enforces the same ones.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Caps {
+    pub max_turns: u32,
+    pub no_new_information_rounds: u32,
+    pub max_zero_result_steps: u32,
+    /// Most hits one search may return.
+    pub max_hits_per_search: u32,
+    pub token_budget: u32,
+}
+
+/// Counters that must survive redelivery and restarts, which is why they live in the state.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Counters {
+    /// Consecutive turns whose actions all returned nothing.
+    pub zero_result_steps: u32,
+    /// Consecutive turns that added no new card.
+    pub no_new_information_rounds: u32,
+    pub tokens_used: u32,
+    /// Work messages that arrived after their effect was already recorded.
+    pub duplicates_skipped: u32,
+}
+
+/// Where the loop is. `next_messages` in the actors crate derives what to publish from this alone.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Phase {
+    /// Waiting for the planner to decide turn `turn`.
+    Planning,
+    /// Waiting for the executors; `pending` are the action slots not yet recorded.
+    Acting { pending: Vec<u32> },
+    /// Waiting for the grader to judge turn `turn`.
+    Grading,
+    /// Waiting for the synthesizer.
+    Synthesizing,
+    /// Finished; `outcome` is set.
+    Done,
+}
+
+/// The result of one action slot.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ActionResult {
+    Retrieval(RetrievalResult),
+    Graph(GraphResult),
+    /// The executor could not run the action (invalid intent, backend error); the loop continues without it.
+    Failed(ErrorResponse),
+}
+
+impl ActionResult {
+    pub fn hit_count(&self) -> usize {
+        match self {
+            ActionResult::Retrieval(r) => r.raw_data.len(),
+            ActionResult::Graph(g) => g.count as usize,
+            ActionResult::Failed(_) => 0,
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ActionOutcome {
+    pub slot: u32,
+    pub result: ActionResult,
+    /// How many of the hits became new cards.
+    pub new_cards: u32,
+    pub elapsed_ms: u64,
+}
+
+/// Everything that happened in one turn, appended as it happens.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TurnRecord {
+    pub turn: u32,
+    pub step: NextStep,
+    #[serde(default)]
+    pub outcomes: Vec<ActionOutcome>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub report: Option<SufficiencyReport>,
+}
+
+/// A retrieved passage as evidence, numbered in order of arrival. Citations refer to `n`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Card {
+    pub n: u32,
+    pub turn: u32,
+    pub hit: Hit,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Outcome {
+    Answer(AgentResponse),
+    Error(ErrorResponse),
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LoopState {
+    pub schema_version: u16,
+    pub request_id: Uuid,
+    pub request: AskRequest,
+    pub analysis: QueryAnalysis,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub plan: Option<PlannerState>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reply: Option<ReplyTo>,
+    /// W3C trace context of the request, copied into every message's headers.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub traceparent: Option<String>,
+    pub created_ms: u64,
+    pub deadline_ms: u64,
+    pub caps: Caps,
+    /// The current turn (1-based).
+    pub turn: u32,
+    pub phase: Phase,
+    #[serde(default)]
+    pub turns: Vec<TurnRecord>,
+    #[serde(default)]
+    pub cards: Vec<Card>,
+    #[serde(default)]
+    pub counters: Counters,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub outcome: Option<Outcome>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub finished_ms: Option<u64>,
+}
+
+/// One turn, summarised for clients: what was done and what the grader said.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TurnBrief {
+    pub turn: u32,
+    pub rationale: String,
+    pub actions: Vec<String>,
+    pub hits: u32,
+    pub new_cards: u32,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sufficient: Option<bool>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub grader: Option<String>,
+}
+
+/// The reply to `sleuth.v1.ask` and the payload of the `final` event.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AskReply {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub request_id: Option<Uuid>,
+    pub outcome: Outcome,
+    #[serde(default)]
+    pub turns: Vec<TurnBrief>,
+    #[serde(default)]
+    pub elapsed_ms: u64,
+}
+
+impl AskReply {
+    pub fn error(err: ErrorResponse) -> AskReply {
+        AskReply { request_id: err.request_id, outcome: Outcome::Error(err), turns: Vec::new(), elapsed_ms: 0 }
+    }
+}

@@ -1,0 +1,79 @@
+//! The final answer: [`AgentResponse`] with checked [`Citation`]s and its [`TerminationReason`] (seed 000 §2 C, seed 002 §11).
+
+use serde::{Deserialize, Serialize};
+
+use crate::{intent::EntityRef, JsonMap};
+
+/// Why the loop stopped. Every answer carries one, so a capped run is never mistaken for a confident one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TerminationReason {
+    /// The grader judged the evidence sufficient.
+    Sufficient,
+    /// The planner had nothing left to try.
+    PlannerFinal,
+    /// `max_turns` was reached before the evidence was sufficient.
+    NoMatchAfterMaxTurns,
+    /// The request's deadline passed.
+    Deadline,
+    /// `no_new_information_rounds` consecutive turns added nothing.
+    NoNewInformation,
+    /// Three steps in a row returned nothing.
+    NotFound,
+    /// The token budget ran out.
+    Budget,
+    /// The planner asked the user a question instead of answering.
+    Clarification,
+    /// The request was cancelled.
+    Cancelled,
+}
+
+impl TerminationReason {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TerminationReason::Sufficient => "sufficient",
+            TerminationReason::PlannerFinal => "planner_final",
+            TerminationReason::NoMatchAfterMaxTurns => "no_match_after_max_turns",
+            TerminationReason::Deadline => "deadline",
+            TerminationReason::NoNewInformation => "no_new_information",
+            TerminationReason::NotFound => "not_found",
+            TerminationReason::Budget => "budget",
+            TerminationReason::Clarification => "clarification",
+            TerminationReason::Cancelled => "cancelled",
+        }
+    }
+
+    /// True when the loop stopped because of a cap rather than because it was done.
+    pub fn is_cap(self) -> bool {
+        !matches!(
+            self,
+            TerminationReason::Sufficient | TerminationReason::PlannerFinal | TerminationReason::Clarification
+        )
+    }
+}
+
+/// `[n]` in the answer refers to the card numbered `n` in the loop state; it is checked, never trusted.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Citation {
+    pub n: u32,
+    pub hit_id: String,
+    pub doc_id: String,
+    pub title: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AgentResponse {
+    pub answer: String,
+    #[serde(default)]
+    pub source_entities: Vec<EntityRef>,
+    #[serde(default)]
+    pub result_entities: Vec<EntityRef>,
+    #[serde(default, skip_serializing_if = "JsonMap::is_empty")]
+    pub evidence: JsonMap,
+    #[serde(default)]
+    pub citations: Vec<Citation>,
+    pub confidence: f32,
+    pub termination_reason: TerminationReason,
+    #[serde(default)]
+    pub warnings: Vec<String>,
+}

@@ -1,0 +1,84 @@
+//! Subject, stream, consumer and bucket names, all derived from one configurable prefix (default `sleuth.v1`).
+
+use uuid::Uuid;
+
+use crate::envelope::Stage;
+
+pub const DEFAULT_PREFIX: &str = "sleuth.v1";
+pub const WORK_STREAM: &str = "SLEUTH_WORK";
+pub const EVENTS_STREAM: &str = "SLEUTH_EVENTS";
+pub const LOOPS_BUCKET: &str = "sleuth_loops";
+
+/// Names for one deployment. Tests use a unique prefix and suffix so they can share a server.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Subjects {
+    pub prefix: String,
+    /// Appended to stream, consumer and bucket names (empty in production).
+    pub suffix: String,
+}
+
+impl Default for Subjects {
+    fn default() -> Self {
+        Subjects { prefix: DEFAULT_PREFIX.to_string(), suffix: String::new() }
+    }
+}
+
+impl Subjects {
+    pub fn new(prefix: impl Into<String>, suffix: impl Into<String>) -> Subjects {
+        Subjects { prefix: prefix.into(), suffix: suffix.into() }
+    }
+
+    pub fn ask(&self) -> String {
+        format!("{}.ask", self.prefix)
+    }
+    pub fn search(&self) -> String {
+        format!("{}.search", self.prefix)
+    }
+    pub fn work(&self, stage: Stage, request_id: Uuid) -> String {
+        format!("{}.work.{}.{}", self.prefix, stage, request_id)
+    }
+    pub fn work_filter(&self, stage: Stage) -> String {
+        format!("{}.work.{}.>", self.prefix, stage)
+    }
+    pub fn work_all(&self) -> String {
+        format!("{}.work.>", self.prefix)
+    }
+    pub fn events(&self, request_id: Uuid) -> String {
+        format!("{}.events.{}", self.prefix, request_id)
+    }
+    pub fn events_all(&self) -> String {
+        format!("{}.events.>", self.prefix)
+    }
+    pub fn cancel(&self, request_id: Uuid) -> String {
+        format!("{}.cancel.{}", self.prefix, request_id)
+    }
+    pub fn work_stream(&self) -> String {
+        format!("{WORK_STREAM}{}", self.suffix)
+    }
+    pub fn events_stream(&self) -> String {
+        format!("{EVENTS_STREAM}{}", self.suffix)
+    }
+    pub fn loops_bucket(&self) -> String {
+        format!("{LOOPS_BUCKET}{}", self.suffix)
+    }
+    pub fn consumer(&self, stage: Stage) -> String {
+        format!("sleuth_{stage}{}", self.suffix)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn default_subjects_match_the_design() {
+        let s = Subjects::default();
+        let id = Uuid::nil();
+        assert_eq!(s.ask(), "sleuth.v1.ask");
+        assert_eq!(s.work(Stage::Planner, id), format!("sleuth.v1.work.planner.{id}"));
+        assert_eq!(s.work_filter(Stage::Grader), "sleuth.v1.work.grader.>");
+        assert_eq!(s.events(id), format!("sleuth.v1.events.{id}"));
+        assert_eq!(s.work_stream(), "SLEUTH_WORK");
+        assert_eq!(s.loops_bucket(), "sleuth_loops");
+    }
+}
