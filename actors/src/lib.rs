@@ -1,1 +1,20 @@
-//! sleuth actors
+//! sleuth-actors: the stages of sleuth's agentic retrieval loop as supervised actors, the bus and state-store
+//! adapters they run on (NATS JetStream + KV, or in-process), the backends, and the `sleuth` command line.
+//!
+//! Start at [`node::Node`] for how a process is wired, [`runtime::handler`] for how one message is handled,
+//! and [`machine`] for the loop's state machine.
+
+pub mod bus;
+pub mod cli;
+pub mod client;
+pub mod config;
+pub mod endpoint;
+pub mod index;
+pub mod ingest;
+pub mod machine;
+pub mod node;
+pub mod runtime;
+pub mod stages;
+pub mod store;
+pub mod telemetry;
+pub mod text;

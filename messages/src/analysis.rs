@@ -6,6 +6,10 @@ use serde::{Deserialize, Serialize};
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct AskRequest {
     pub query: String,
+    /// A client-chosen id (UUIDv7 recommended). Re-sending the same id does not start a second request,
+    /// and lets a client subscribe to the request's events before sending it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub request_id: Option<uuid::Uuid>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub conversation_id: Option<String>,
     /// Overrides the route's turn cap; clamped to the server's maximum.
@@ -21,7 +25,7 @@ pub struct AskRequest {
 
 impl AskRequest {
     pub fn new(query: impl Into<String>) -> AskRequest {
-        AskRequest { query: query.into(), conversation_id: None, max_turns: None, timeout_ms: None, schema_version: None }
+        AskRequest { query: query.into(), request_id: None, conversation_id: None, max_turns: None, timeout_ms: None, schema_version: None }
     }
 }
 

@@ -23,7 +23,7 @@ pub use analysis::{AskRequest, ComplexityScore, QueryAnalysis, QueryType, Route}
 pub use codec::{CodecError, Encoding, MAX_PAYLOAD_BYTES};
 pub use envelope::{Envelope, Stage, WorkItem, SCHEMA_VERSION};
 pub use error::{ErrorKind, ErrorResponse};
-pub use event::{Event, EventKind};
+pub use event::{Event, EventBody, EventKind};
 pub use intent::{EntityRef, EntityType, GraphIntent, GraphLimits, GraphQueryType, SearchIntent};
 pub use loop_state::{
     ActionOutcome, ActionResult, AskReply, Caps, Card, Counters, LoopState, Outcome, Phase, ReplyTo,

@@ -12,7 +12,7 @@ use crate::{
     error::ErrorResponse,
     plan::PlannerState,
     report::SufficiencyReport,
-    response::AgentResponse,
+    response::{AgentResponse, TerminationReason},
     result::{GraphResult, Hit, RetrievalResult},
     step::NextStep,
 };
@@ -137,6 +137,9 @@ pub struct LoopState {
     /// The current turn (1-based).
     pub turn: u32,
     pub phase: Phase,
+    /// Why retrieval stopped, set when the loop enters `Synthesizing`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stop_reason: Option<TerminationReason>,
     #[serde(default)]
     pub turns: Vec<TurnRecord>,
     #[serde(default)]

@@ -100,6 +100,7 @@ fn sample_state() -> LoopState {
         caps: Caps { max_turns: 5, no_new_information_rounds: 2, max_zero_result_steps: 3, max_hits_per_search: 8, token_budget: 0 },
         turn: 1,
         phase: Phase::Acting { pending: vec![1] },
+        stop_reason: None,
         turns: vec![TurnRecord {
             turn: 1,
             step,

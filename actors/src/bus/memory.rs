@@ -1,0 +1,246 @@
+//! [`MemoryBus`]: the in-process bus of the embedded mode. Channels per stage, de-duplication by message id,
+//! redelivery of dropped deliveries and dead letters after `max_deliver`, like JetStream.
+
+use std::{
+    collections::{HashMap, HashSet, VecDeque},
+    sync::{Arc, Mutex as StdMutex},
+    time::Duration,
+};
+
+use async_trait::async_trait;
+use futures::{stream::BoxStream, StreamExt};
+use sleuth_messages::{AskReply, Event, ReplyTo, Stage, WorkItem};
+use tokio::sync::{broadcast, mpsc, Mutex};
+use uuid::Uuid;
+
+use super::{Bus, BusError, DeadLetter, Delivery, WorkQueue};
+
+/// How many message ids the de-duplication window remembers.
+const DEDUP_WINDOW: usize = 100_000;
+
+#[derive(Debug, Clone)]
+struct Envelope {
+    item: WorkItem,
+    traceparent: Option<String>,
+    attempt: u32,
+}
+
+type Sender = mpsc::UnboundedSender<Envelope>;
+
+pub struct MemoryBus {
+    queues: StdMutex<HashMap<Stage, (Sender, Arc<MemoryQueue>)>>,
+    seen: StdMutex<(HashSet<String>, VecDeque<String>)>,
+    events: broadcast::Sender<Event>,
+    /// Every event published, so a late subscriber still sees the whole request.
+    history: StdMutex<HashMap<Uuid, Vec<Event>>>,
+    dead_tx: mpsc::UnboundedSender<DeadLetter>,
+    dead_rx: StdMutex<Option<mpsc::UnboundedReceiver<DeadLetter>>>,
+    max_deliver: u32,
+}
+
+impl MemoryBus {
+    pub fn new(max_deliver: u32) -> Arc<MemoryBus> {
+        let (dead_tx, dead_rx) = mpsc::unbounded_channel();
+        Arc::new(MemoryBus {
+            queues: StdMutex::new(HashMap::new()),
+            seen: StdMutex::new((HashSet::new(), VecDeque::new())),
+            events: broadcast::channel(4096).0,
+            history: StdMutex::new(HashMap::new()),
+            dead_tx,
+            dead_rx: StdMutex::new(Some(dead_rx)),
+            max_deliver: max_deliver.max(1),
+        })
+    }
+
+    fn queue(&self, stage: Stage) -> (Sender, Arc<MemoryQueue>) {
+        let mut queues = self.queues.lock().expect("queue map poisoned");
+        queues
+            .entry(stage)
+            .or_insert_with(|| {
+                let (tx, rx) = mpsc::unbounded_channel();
+                let queue = Arc::new(MemoryQueue {
+                    rx: Mutex::new(rx),
+                    tx: tx.clone(),
+                    dead_tx: self.dead_tx.clone(),
+                    max_deliver: self.max_deliver,
+                });
+                (tx, queue)
+            })
+            .clone()
+    }
+
+    /// True the first time an id is seen within the window.
+    fn first_sighting(&self, id: String) -> bool {
+        let mut guard = self.seen.lock().expect("dedup set poisoned");
+        let (set, order) = &mut *guard;
+        if !set.insert(id.clone()) {
+            return false;
+        }
+        order.push_back(id);
+        if order.len() > DEDUP_WINDOW
+            && let Some(old) = order.pop_front()
+        {
+            set.remove(&old);
+        }
+        true
+    }
+
+    /// Delivers `item` even if its id was seen before: what a JetStream redelivery or a re-sent message looks like.
+    pub fn inject(&self, item: WorkItem) {
+        let (tx, _) = self.queue(item.stage);
+        let _ = tx.send(Envelope { item, traceparent: None, attempt: 1 });
+    }
+}
+
+#[async_trait]
+impl Bus for MemoryBus {
+    async fn publish_work(&self, item: &WorkItem, traceparent: Option<&str>) -> Result<(), BusError> {
+        if self.first_sighting(item.msg_id()) {
+            let (tx, _) = self.queue(item.stage);
+            tx.send(Envelope { item: item.clone(), traceparent: traceparent.map(str::to_string), attempt: 1 })
+                .map_err(|_| BusError::Unavailable("memory bus closed".into()))?;
+        }
+        Ok(())
+    }
+
+    async fn publish_event(&self, event: &Event, _traceparent: Option<&str>) -> Result<(), BusError> {
+        if self.first_sighting(event.msg_id()) {
+            self.history.lock().expect("history poisoned").entry(event.request_id).or_default().push(event.clone());
+            let _ = self.events.send(event.clone());
+        }
+        Ok(())
+    }
+
+    async fn reply(&self, _to: &ReplyTo, _reply: &AskReply) -> Result<(), BusError> {
+        // In-process requesters follow the events stream; there is no inbox to answer.
+        Ok(())
+    }
+
+    async fn work_queue(&self, stage: Stage) -> Result<Arc<dyn WorkQueue>, BusError> {
+        Ok(self.queue(stage).1)
+    }
+
+    async fn dead_letters(&self, _stages: &[Stage]) -> Result<BoxStream<'static, DeadLetter>, BusError> {
+        let rx = self.dead_rx.lock().expect("dead letter receiver poisoned").take();
+        let rx = rx.ok_or_else(|| BusError::Unavailable("dead letters already have a subscriber".into()))?;
+        Ok(futures::stream::unfold(rx, |mut rx| async move { rx.recv().await.map(|d| (d, rx)) }).boxed())
+    }
+
+    async fn events(&self, request_id: Uuid) -> Result<BoxStream<'static, Event>, BusError> {
+        let live = self.events.subscribe();
+        let past = self.history.lock().expect("history poisoned").get(&request_id).cloned().unwrap_or_default();
+        let seen: HashSet<String> = past.iter().map(Event::msg_id).collect();
+        let live = futures::stream::unfold(live, |mut rx| async move {
+            loop {
+                match rx.recv().await {
+                    Ok(event) => return Some((event, rx)),
+                    Err(broadcast::error::RecvError::Lagged(_)) => continue,
+                    Err(broadcast::error::RecvError::Closed) => return None,
+                }
+            }
+        })
+        .filter(move |e| std::future::ready(e.request_id == request_id && !seen.contains(&e.msg_id())));
+        Ok(futures::stream::iter(past).chain(live).boxed())
+    }
+
+    fn max_deliver(&self) -> u32 {
+        self.max_deliver
+    }
+
+    fn ack_wait(&self) -> Duration {
+        Duration::from_secs(30)
+    }
+}
+
+pub struct MemoryQueue {
+    rx: Mutex<mpsc::UnboundedReceiver<Envelope>>,
+    tx: Sender,
+    dead_tx: mpsc::UnboundedSender<DeadLetter>,
+    max_deliver: u32,
+}
+
+#[async_trait]
+impl WorkQueue for MemoryQueue {
+    async fn next(&self) -> Result<Option<Box<dyn Delivery>>, BusError> {
+        let envelope = self.rx.lock().await.recv().await;
+        Ok(envelope.map(|envelope| {
+            Box::new(MemoryDelivery {
+                envelope: Some(envelope),
+                tx: self.tx.clone(),
+                dead_tx: self.dead_tx.clone(),
+                max_deliver: self.max_deliver,
+            }) as Box<dyn Delivery>
+        }))
+    }
+}
+
+struct MemoryDelivery {
+    /// `None` once acked or handed back.
+    envelope: Option<Envelope>,
+    tx: Sender,
+    dead_tx: mpsc::UnboundedSender<DeadLetter>,
+    max_deliver: u32,
+}
+
+impl MemoryDelivery {
+    fn envelope(&self) -> &Envelope {
+        self.envelope.as_ref().expect("delivery used after ack")
+    }
+
+    /// Redelivers, or dead-letters after `max_deliver` attempts.
+    fn give_back(&mut self, delay: Duration) {
+        let Some(mut envelope) = self.envelope.take() else { return };
+        if envelope.attempt >= self.max_deliver {
+            let reason = format!("failed {} deliveries", envelope.attempt);
+            let _ = self.dead_tx.send(DeadLetter { request_id: envelope.item.envelope.request_id, stage: envelope.item.stage, reason });
+            return;
+        }
+        envelope.attempt += 1;
+        let tx = self.tx.clone();
+        if delay.is_zero() {
+            let _ = tx.send(envelope);
+        } else if let Ok(handle) = tokio::runtime::Handle::try_current() {
+            handle.spawn(async move {
+                tokio::time::sleep(delay).await;
+                let _ = tx.send(envelope);
+            });
+        } else {
+            let _ = tx.send(envelope);
+        }
+    }
+}
+
+impl Drop for MemoryDelivery {
+    fn drop(&mut self) {
+        self.give_back(Duration::ZERO);
+    }
+}
+
+#[async_trait]
+impl Delivery for MemoryDelivery {
+    fn item(&self) -> &WorkItem {
+        &self.envelope().item
+    }
+
+    fn attempt(&self) -> u32 {
+        self.envelope().attempt
+    }
+
+    fn traceparent(&self) -> Option<&str> {
+        self.envelope().traceparent.as_deref()
+    }
+
+    async fn in_progress(&self) -> Result<(), BusError> {
+        Ok(())
+    }
+
+    async fn ack(mut self: Box<Self>) -> Result<(), BusError> {
+        self.envelope = None;
+        Ok(())
+    }
+
+    async fn nak(mut self: Box<Self>, delay: Duration) -> Result<(), BusError> {
+        self.give_back(delay);
+        Ok(())
+    }
+}

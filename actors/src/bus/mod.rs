@@ -1,0 +1,69 @@
+//! The bus: how work, events and replies move between stages. [`Bus`] has two implementations, NATS JetStream
+//! ([`nats::NatsBus`]) and in-process channels ([`memory::MemoryBus`]); the stage code cannot tell them apart.
+
+pub mod memory;
+pub mod nats;
+
+use std::{sync::Arc, time::Duration};
+
+use async_trait::async_trait;
+use futures::stream::BoxStream;
+use sleuth_messages::{AskReply, Event, ReplyTo, Stage, WorkItem};
+use uuid::Uuid;
+
+#[derive(Debug, thiserror::Error)]
+pub enum BusError {
+    #[error("bus unavailable: {0}")]
+    Unavailable(String),
+    #[error("cannot encode message: {0}")]
+    Encode(String),
+}
+
+/// A work message that could not be processed `max_deliver` times, or could not be decoded at all.
+#[derive(Debug, Clone, PartialEq)]
+pub struct DeadLetter {
+    pub request_id: Uuid,
+    pub stage: Stage,
+    pub reason: String,
+}
+
+/// One delivered work message. Dropping it without `ack` makes the bus deliver it again (or dead-letter it
+/// after `max_deliver` attempts): a panicking worker loses nothing.
+#[async_trait]
+pub trait Delivery: Send + Sync {
+    fn item(&self) -> &WorkItem;
+    /// 1 on first delivery.
+    fn attempt(&self) -> u32;
+    fn traceparent(&self) -> Option<&str>;
+    /// Tells the bus the work is still going (resets AckWait).
+    async fn in_progress(&self) -> Result<(), BusError>;
+    async fn ack(self: Box<Self>) -> Result<(), BusError>;
+    /// Asks for redelivery after `delay`.
+    async fn nak(self: Box<Self>, delay: Duration) -> Result<(), BusError>;
+}
+
+/// The work of one stage, shared by all of that stage's workers in this process.
+#[async_trait]
+pub trait WorkQueue: Send + Sync {
+    /// The next delivery; `None` when the bus is closed.
+    async fn next(&self) -> Result<Option<Box<dyn Delivery>>, BusError>;
+}
+
+#[async_trait]
+pub trait Bus: Send + Sync + 'static {
+    /// Publishes work, de-duplicated by [`WorkItem::msg_id`].
+    async fn publish_work(&self, item: &WorkItem, traceparent: Option<&str>) -> Result<(), BusError>;
+    /// Publishes an event, de-duplicated by [`Event::msg_id`].
+    async fn publish_event(&self, event: &Event, traceparent: Option<&str>) -> Result<(), BusError>;
+    /// Sends the final answer to the requester's inbox, in the request's encoding.
+    async fn reply(&self, to: &ReplyTo, reply: &AskReply) -> Result<(), BusError>;
+    async fn work_queue(&self, stage: Stage) -> Result<Arc<dyn WorkQueue>, BusError>;
+    /// Dead letters of the given stages. Each dead letter is delivered to one subscriber.
+    async fn dead_letters(&self, stages: &[Stage]) -> Result<BoxStream<'static, DeadLetter>, BusError>;
+    /// A request's events from the beginning, then live.
+    async fn events(&self, request_id: Uuid) -> Result<BoxStream<'static, Event>, BusError>;
+    /// Deliveries after which a message is dead-lettered.
+    fn max_deliver(&self) -> u32;
+    /// How long a delivery may go without an ack or progress signal before it is redelivered.
+    fn ack_wait(&self) -> Duration;
+}

@@ -1,0 +1,153 @@
+//! The command line: `sleuth ask`, `serve`, `ingest docs`, `watch`. Each command loads the configuration and
+//! calls into the library; nothing here does work of its own.
+
+use std::{path::PathBuf, process::ExitCode, time::Duration};
+
+use anyhow::Context;
+use clap::{Parser, Subcommand};
+use sleuth_messages::{AskRequest, Outcome, Stage};
+
+use crate::{client, config::Config, ingest, node::{self, Node}, telemetry};
+
+#[derive(Debug, Parser)]
+#[command(name = "sleuth", version, about = "Agentic retrieval-augmented generation: plan, retrieve, grade, answer with citations")]
+pub struct Cli {
+    /// TOML configuration file (also SLEUTH_CONFIG); keys can be overridden with SLEUTH__SECTION__KEY
+    #[arg(long, global = true)]
+    pub config: Option<PathBuf>,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Ask a question: embedded when no NATS URL is configured, through the cluster when one is
+    Ask {
+        question: String,
+        /// Print the raw response as JSON
+        #[arg(long)]
+        json: bool,
+        /// Print the loop's events as they happen
+        #[arg(long)]
+        watch: bool,
+        /// Cap the loop's turns (clamped to the server's maximum)
+        #[arg(long)]
+        max_turns: Option<u32>,
+        /// Time budget in milliseconds
+        #[arg(long)]
+        timeout_ms: Option<u64>,
+    },
+    /// Run stages attached to NATS (the container entry point)
+    Serve {
+        /// Comma-separated stages (intake, planner, retrieve, grader, synthesizer) or `all`
+        #[arg(long, default_value = "all", value_delimiter = ',')]
+        stages: Vec<String>,
+    },
+    /// Ingest into the embedded index
+    Ingest {
+        #[command(subcommand)]
+        what: IngestCommand,
+    },
+    /// Follow a request's events (distributed mode)
+    Watch { request_id: uuid::Uuid },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum IngestCommand {
+    /// Documents: JSONL {id,title,text,metadata}, Markdown or text files, or directories of them
+    Docs {
+        #[arg(required = true)]
+        paths: Vec<PathBuf>,
+    },
+}
+
+fn parse_stages(names: &[String]) -> anyhow::Result<Vec<Stage>> {
+    if names.iter().any(|n| n == "all") {
+        return Ok(node::ALL_STAGES.to_vec());
+    }
+    names
+        .iter()
+        .map(|n| {
+            let stage = Stage::parse(n.trim()).with_context(|| format!("unknown stage '{n}', expected one of intake, planner, retrieve, grader, synthesizer or all"))?;
+            anyhow::ensure!(node::ALL_STAGES.contains(&stage), "the {stage} stage is not available yet");
+            Ok(stage)
+        })
+        .collect()
+}
+
+pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
+    let serving = matches!(cli.command, Command::Serve { .. });
+    telemetry::init(if serving { "info" } else { "warn" });
+    let config = Config::load(cli.config)?;
+    match cli.command {
+        Command::Ask { question, json, watch, max_turns, timeout_ms } => {
+            let mut request = AskRequest::new(question);
+            request.max_turns = max_turns;
+            request.timeout_ms = timeout_ms;
+            let mut printer = |e: &sleuth_messages::Event| eprintln!("{}", client::render_event(e));
+            let on_event: Option<&mut (dyn FnMut(&sleuth_messages::Event) + Send)> = if watch { Some(&mut printer) } else { None };
+            let reply = match &config.nats.url {
+                Some(url) => {
+                    let timeout = Duration::from_millis(timeout_ms.unwrap_or(config.loop_.timeout_ms) + 5_000);
+                    client::ask_remote(url, &config.subjects(), request, timeout, on_event).await?
+                }
+                None => {
+                    let node = Node::embedded(config).await?;
+                    let reply = node.ask(request, on_event).await;
+                    node.shutdown().await;
+                    reply.map_err(|e| anyhow::anyhow!("{e}"))?
+                }
+            };
+            if json {
+                println!("{}", serde_json::to_string_pretty(&reply)?);
+            } else {
+                println!("{}", client::render(&reply));
+            }
+            Ok(if matches!(reply.outcome, Outcome::Answer(_)) { ExitCode::SUCCESS } else { ExitCode::FAILURE })
+        }
+        Command::Serve { stages } => {
+            let stages = parse_stages(&stages)?;
+            let node = Node::distributed(config, &stages).await?;
+            tracing::info!(stages = ?stages, "serving; ctrl-c or SIGTERM to stop");
+            shutdown_signal().await;
+            node.shutdown().await;
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Ingest { what: IngestCommand::Docs { paths } } => {
+            let docs = ingest::read_paths(&paths)?;
+            let mut config = config;
+            config.retrieval.demo_corpus = false;
+            let index = node::open_index(&config).await?;
+            let started = std::time::Instant::now();
+            let summary = ingest::ingest(&*index, docs, config.retrieval.chunk_words, config.retrieval.chunk_overlap_words, true).await?;
+            let secs = started.elapsed().as_secs_f64();
+            println!("{summary} in {secs:.2} s ({:.0} documents/s)", summary.documents as f64 / secs.max(1e-9));
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Watch { request_id } => {
+            let url = config.nats.url.clone().context("watch needs a NATS URL (SLEUTH__NATS__URL or NATS_URL)")?;
+            client::watch(&url, &config, request_id).await?;
+            Ok(ExitCode::SUCCESS)
+        }
+    }
+}
+
+async fn shutdown_signal() {
+    let ctrl_c = tokio::signal::ctrl_c();
+    #[cfg(unix)]
+    {
+        let mut term = match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(s) => s,
+            Err(_) => {
+                let _ = ctrl_c.await;
+                return;
+            }
+        };
+        tokio::select! {
+            _ = ctrl_c => {}
+            _ = term.recv() => {}
+        }
+    }
+    #[cfg(not(unix))]
+    let _ = ctrl_c.await;
+}

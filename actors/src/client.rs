@@ -1,0 +1,115 @@
+//! The client side of `sleuth ask` and `sleuth watch`: sending a question over NATS, following events, and
+//! rendering an answer for a terminal.
+
+use std::time::Duration;
+
+use anyhow::Context;
+use futures::StreamExt;
+use sleuth_messages::{
+    codec, subjects::Subjects, AskReply, AskRequest, Encoding, Event, EventBody, Outcome,
+};
+
+/// Sends `request` to `sleuth.v1.ask` and waits for the reply. With `on_event`, prints progress as it happens.
+pub async fn ask_remote(
+    url: &str,
+    subjects: &Subjects,
+    mut request: AskRequest,
+    timeout: Duration,
+    mut on_event: Option<&mut (dyn FnMut(&Event) + Send)>,
+) -> anyhow::Result<AskReply> {
+    let client = crate::bus::nats::connect(url, "sleuth ask").await?;
+    let request_id = *request.request_id.get_or_insert_with(uuid::Uuid::now_v7);
+    // Core subscription: JetStream messages are ordinary NATS messages too, so progress arrives live.
+    let mut events = client.subscribe(subjects.events(request_id)).await.context("cannot subscribe to events")?;
+    let payload = codec::encode(&request, Encoding::MsgPack)?;
+    let inbox = client.new_inbox();
+    let mut replies = client.subscribe(inbox.clone()).await.context("cannot subscribe to the reply inbox")?;
+    client.publish_with_reply(subjects.ask(), inbox, payload.into()).await.context("cannot send the question")?;
+    client.flush().await?;
+    let wait = async {
+        loop {
+            tokio::select! {
+                reply = replies.next() => {
+                    let reply = reply.context("reply inbox closed")?;
+                    return Ok(codec::decode::<AskReply>(&reply.payload)?.0);
+                }
+                Some(event) = events.next() => {
+                    if let (Some(cb), Ok((event, _))) = (on_event.as_deref_mut(), codec::decode::<Event>(&event.payload)) {
+                        cb(&event);
+                    }
+                }
+            }
+        }
+    };
+    tokio::time::timeout(timeout, wait)
+        .await
+        .map_err(|_| anyhow::anyhow!("no answer within {timeout:?}: are the sleuth stages running (sleuth serve --stages all)?"))?
+}
+
+/// Prints a request's events until its `final` event.
+pub async fn watch(url: &str, config: &crate::config::Config, request_id: uuid::Uuid) -> anyhow::Result<()> {
+    let client = crate::bus::nats::connect(url, "sleuth watch").await?;
+    let bus = crate::bus::nats::NatsBus::start(client, std::sync::Arc::new(config.clone())).await?;
+    let mut events = crate::bus::Bus::events(&*bus, request_id).await?;
+    while let Some(event) = events.next().await {
+        println!("{}", render_event(&event));
+        if matches!(event.body, EventBody::Final(_)) {
+            break;
+        }
+    }
+    Ok(())
+}
+
+/// One line per event, for `--watch`.
+pub fn render_event(event: &Event) -> String {
+    match &event.body {
+        EventBody::Accepted(a) => format!(
+            "· accepted  route={:?} type={:?} entities={:?} complexity={:.2}",
+            a.route, a.query_type, a.entities, a.complexity.score
+        ),
+        EventBody::Planned(step) => format!(
+            "· turn {}    planned {} ({})",
+            event.turn,
+            step.actions.iter().map(|a| a.describe()).collect::<Vec<_>>().join(" + "),
+            step.rationale
+        ),
+        EventBody::Retrieved { cards, new_cards } => format!("· turn {}    retrieved: {new_cards} new cards, {cards} in all", event.turn),
+        EventBody::Graded(r) => format!("· turn {}    graded: sufficient={} ({})", event.turn, r.sufficient, r.rationale),
+        EventBody::Final(_) => format!("· final"),
+    }
+}
+
+/// The human-readable answer: text, citations, the loop's steps and why it stopped.
+pub fn render(reply: &AskReply) -> String {
+    let mut out = String::new();
+    match &reply.outcome {
+        Outcome::Answer(answer) => {
+            out.push_str(&format!("{}\n", answer.answer));
+            if !answer.citations.is_empty() {
+                out.push_str("\nCitations:\n");
+                for c in &answer.citations {
+                    out.push_str(&format!("  [{}] {} ({})\n", c.n, c.title, c.doc_id));
+                }
+            }
+            out.push_str("\nSteps:\n");
+            for t in &reply.turns {
+                let grade = match (t.sufficient, &t.grader) {
+                    (Some(s), Some(why)) => format!(" → {} ({why})", if s { "sufficient" } else { "insufficient" }),
+                    _ => String::new(),
+                };
+                out.push_str(&format!("  {}. {} — {} hits, {} new{grade}\n", t.turn, t.actions.join(" + "), t.hits, t.new_cards));
+            }
+            out.push_str(&format!(
+                "\nstopped: {} · confidence {:.2} · {} ms",
+                answer.termination_reason.as_str(),
+                answer.confidence,
+                reply.elapsed_ms
+            ));
+        }
+        Outcome::Error(e) => out.push_str(&format!("error: {} ({:?}, retryable: {})", e.message, e.kind, e.retryable)),
+    }
+    if let Some(id) = reply.request_id {
+        out.push_str(&format!(" · request {id}"));
+    }
+    out
+}

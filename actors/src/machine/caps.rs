@@ -1,0 +1,45 @@
+//! The caps that end a loop, enforced in code whatever the planner or model wants.
+
+use sleuth_messages::{Caps, LoopState, Route, TerminationReason};
+
+use crate::config::LoopConfig;
+
+/// The caps for a new request: the route's turn tier (seed 002: simple 2, standard 5, deep 10), then the
+/// request's own override, clamped to the configured maximum.
+pub fn caps_for(config: &LoopConfig, route: Route, requested_turns: Option<u32>) -> Caps {
+    let tier = match route {
+        Route::Fast => config.max_turns_simple,
+        Route::Enhanced | Route::Clarify => config.max_turns_standard,
+        Route::Agent => config.max_turns_deep,
+    };
+    let max_turns = requested_turns.unwrap_or(tier).clamp(1, config.max_turns_deep.max(1));
+    Caps {
+        max_turns,
+        no_new_information_rounds: config.no_new_information_rounds,
+        max_zero_result_steps: config.max_zero_result_steps,
+        max_hits_per_search: config.max_hits_per_search,
+        token_budget: config.token_budget,
+    }
+}
+
+/// The first cap that the state has reached, in order of precedence, after a turn was graded.
+pub fn cap_reached(state: &LoopState, now_ms: u64) -> Option<TerminationReason> {
+    if now_ms >= state.deadline_ms {
+        return Some(TerminationReason::Deadline);
+    }
+    if state.counters.zero_result_steps >= state.caps.max_zero_result_steps {
+        return Some(TerminationReason::NotFound);
+    }
+    if state.counters.no_new_information_rounds >= state.caps.no_new_information_rounds {
+        // Nothing new because nothing was ever found is "not found", not a plateau.
+        let reason = if state.cards.is_empty() { TerminationReason::NotFound } else { TerminationReason::NoNewInformation };
+        return Some(reason);
+    }
+    if state.caps.token_budget > 0 && state.counters.tokens_used >= state.caps.token_budget {
+        return Some(TerminationReason::Budget);
+    }
+    if state.turn >= state.caps.max_turns {
+        return Some(TerminationReason::NoMatchAfterMaxTurns);
+    }
+    None
+}

@@ -1,0 +1,233 @@
+//! The loop state machine: plain functions from a [`LoopState`] (plus a stage's result) to the next one. No I/O, no clock.
+//!
+//! Every stage follows the same rule (DESIGN.md § Delivery): load the state, check with [`expects`] that the
+//! work still applies, compute the new state with one of the `apply_*` functions, commit it with
+//! compare-and-swap, then publish [`next_messages`] of the committed state. Because what is published is a
+//! function of the state alone, a redelivered or re-run message can only re-publish the same messages,
+//! which the bus de-duplicates by id.
+
+mod caps;
+mod outbound;
+#[cfg(test)]
+mod tests;
+
+pub use caps::{cap_reached, caps_for};
+pub use outbound::{next_messages, reply_of, Outbound};
+
+use sleuth_messages::{
+    ActionOutcome, ActionResult, AgentResponse, AskRequest, Card, Caps, ErrorResponse, LoopState, NextStep, Outcome,
+    Phase, PlannerState, QueryAnalysis, ReplyTo, Stage, SufficiencyReport, TerminationReason, TurnRecord, WorkItem,
+    SCHEMA_VERSION, Action,
+};
+use uuid::Uuid;
+
+/// Why a transition was refused. These are programming or model errors, not transient ones.
+#[derive(Debug, thiserror::Error, PartialEq)]
+pub enum TransitionError {
+    #[error("invalid next step: {0}")]
+    InvalidStep(String),
+    #[error("state is in phase {phase:?}, cannot {wanted}")]
+    WrongPhase { phase: Phase, wanted: &'static str },
+}
+
+/// Everything intake knows when it creates a request.
+pub struct NewRequest {
+    pub request_id: Uuid,
+    pub request: AskRequest,
+    pub analysis: QueryAnalysis,
+    pub caps: Caps,
+    pub now_ms: u64,
+    pub deadline_ms: u64,
+    pub reply: Option<ReplyTo>,
+    pub traceparent: Option<String>,
+}
+
+/// The first state of a request: turn 1, waiting for the planner.
+pub fn new_state(new: NewRequest) -> LoopState {
+    LoopState {
+        schema_version: SCHEMA_VERSION,
+        request_id: new.request_id,
+        request: new.request,
+        analysis: new.analysis,
+        plan: None,
+        reply: new.reply,
+        traceparent: new.traceparent,
+        created_ms: new.now_ms,
+        deadline_ms: new.deadline_ms,
+        caps: new.caps,
+        turn: 1,
+        phase: Phase::Planning,
+        stop_reason: None,
+        turns: Vec::new(),
+        cards: Vec::new(),
+        counters: Default::default(),
+        outcome: None,
+        finished_ms: None,
+    }
+}
+
+/// The stage that executes an action, or `None` for actions that end retrieval.
+pub fn executor_of(action: &Action) -> Option<Stage> {
+    match action {
+        Action::QdrantSearch { .. } => Some(Stage::Retrieve),
+        Action::PgGraph { .. } => Some(Stage::Graph),
+        Action::Clarify { .. } | Action::Final {} => None,
+    }
+}
+
+/// Does `item` still have work to do against `state`? `false` means it is a duplicate or stale: its effect is
+/// already recorded, and the stage should only re-publish [`next_messages`] and ack.
+pub fn expects(state: &LoopState, item: &WorkItem) -> bool {
+    if item.envelope.turn != state.turn {
+        return false;
+    }
+    match (&state.phase, item.stage) {
+        (Phase::Planning, Stage::Planner) => true,
+        (Phase::Acting { pending }, stage) => {
+            let slot = item.envelope.step;
+            pending.contains(&slot)
+                && current_action(state, slot).and_then(executor_of) == Some(stage)
+        }
+        (Phase::Grading, Stage::Grader) => true,
+        (Phase::Synthesizing, Stage::Synthesizer) => true,
+        _ => false,
+    }
+}
+
+/// The action in slot `slot` of the current turn.
+pub fn current_action(state: &LoopState, slot: u32) -> Option<&Action> {
+    state.turns.last().filter(|t| t.turn == state.turn)?.step.actions.get(slot as usize)
+}
+
+/// The planner decided the current turn's step (and, on the first turn, the plan).
+pub fn apply_plan(
+    state: &LoopState,
+    step: NextStep,
+    plan: Option<PlannerState>,
+) -> Result<LoopState, TransitionError> {
+    if state.phase != Phase::Planning {
+        return Err(TransitionError::WrongPhase { phase: state.phase.clone(), wanted: "apply a plan" });
+    }
+    step.validate().map_err(TransitionError::InvalidStep)?;
+    let mut next = state.clone();
+    if next.plan.is_none() {
+        next.plan = plan;
+    }
+    let terminal = step.actions.iter().find_map(|a| match a {
+        Action::Final {} => Some(TerminationReason::PlannerFinal),
+        Action::Clarify { .. } => Some(TerminationReason::Clarification),
+        _ => None,
+    });
+    let slots = step.actions.len() as u32;
+    next.turns.push(TurnRecord { turn: state.turn, step, outcomes: Vec::new(), report: None });
+    match terminal {
+        Some(reason) => enter_synthesis(&mut next, reason),
+        None => next.phase = Phase::Acting { pending: (0..slots).collect() },
+    }
+    Ok(next)
+}
+
+/// An executor finished action slot `slot` of the current turn. New hits become numbered cards.
+pub fn apply_outcome(
+    state: &LoopState,
+    slot: u32,
+    result: ActionResult,
+    elapsed_ms: u64,
+) -> Result<LoopState, TransitionError> {
+    let Phase::Acting { pending } = &state.phase else {
+        return Err(TransitionError::WrongPhase { phase: state.phase.clone(), wanted: "record an action outcome" });
+    };
+    let mut next = state.clone();
+    let mut new_cards = 0;
+    if let ActionResult::Retrieval(retrieval) = &result {
+        for hit in &retrieval.raw_data {
+            if next.cards.iter().any(|c| c.hit.id == hit.id) {
+                continue;
+            }
+            let n = next.cards.len() as u32 + 1;
+            next.cards.push(Card { n, turn: state.turn, hit: hit.clone() });
+            new_cards += 1;
+        }
+    }
+    let remaining: Vec<u32> = pending.iter().copied().filter(|s| *s != slot).collect();
+    if let Some(turn) = next.turns.last_mut() {
+        turn.outcomes.push(ActionOutcome { slot, result, new_cards, elapsed_ms });
+        turn.outcomes.sort_by_key(|o| o.slot);
+    }
+    next.phase = if remaining.is_empty() { Phase::Grading } else { Phase::Acting { pending: remaining } };
+    Ok(next)
+}
+
+/// The grader judged the current turn. Sufficient evidence goes straight to synthesis (binding reflection,
+/// seed 001); otherwise a cap may end the loop, or the next turn starts.
+pub fn apply_report(state: &LoopState, report: SufficiencyReport, now_ms: u64) -> Result<LoopState, TransitionError> {
+    if state.phase != Phase::Grading {
+        return Err(TransitionError::WrongPhase { phase: state.phase.clone(), wanted: "apply a report" });
+    }
+    let mut next = state.clone();
+    let (hits, new_cards) = next
+        .turns
+        .last()
+        .map(|t| {
+            let hits: usize = t.outcomes.iter().map(|o| o.result.hit_count()).sum();
+            (hits, t.outcomes.iter().map(|o| o.new_cards).sum::<u32>())
+        })
+        .unwrap_or((0, 0));
+    next.counters.zero_result_steps = if hits == 0 { next.counters.zero_result_steps + 1 } else { 0 };
+    next.counters.no_new_information_rounds =
+        if new_cards == 0 { next.counters.no_new_information_rounds + 1 } else { 0 };
+    let sufficient = report.sufficient;
+    if let Some(turn) = next.turns.last_mut() {
+        turn.report = Some(report);
+    }
+    if sufficient {
+        enter_synthesis(&mut next, TerminationReason::Sufficient);
+    } else if let Some(reason) = cap_reached(&next, now_ms) {
+        enter_synthesis(&mut next, reason);
+    } else {
+        next.turn += 1;
+        next.phase = Phase::Planning;
+    }
+    Ok(next)
+}
+
+/// If the deadline has passed while retrieval is still going on, stop it: synthesize from what was gathered.
+/// Returns `None` when nothing needs to change.
+pub fn apply_deadline(state: &LoopState, now_ms: u64) -> Option<LoopState> {
+    let retrieving = matches!(state.phase, Phase::Planning | Phase::Acting { .. } | Phase::Grading);
+    if !retrieving || now_ms < state.deadline_ms {
+        return None;
+    }
+    let mut next = state.clone();
+    enter_synthesis(&mut next, TerminationReason::Deadline);
+    Some(next)
+}
+
+/// The synthesizer wrote the answer: the request is done.
+pub fn apply_response(state: &LoopState, response: AgentResponse, now_ms: u64) -> Result<LoopState, TransitionError> {
+    if state.phase != Phase::Synthesizing {
+        return Err(TransitionError::WrongPhase { phase: state.phase.clone(), wanted: "apply a response" });
+    }
+    let mut next = state.clone();
+    next.outcome = Some(Outcome::Answer(response));
+    next.phase = Phase::Done;
+    next.finished_ms = Some(now_ms);
+    Ok(next)
+}
+
+/// End the request with an error (a dead letter). `None` if it is already done: the first ending wins.
+pub fn apply_failure(state: &LoopState, error: ErrorResponse, now_ms: u64) -> Option<LoopState> {
+    if state.phase == Phase::Done {
+        return None;
+    }
+    let mut next = state.clone();
+    next.outcome = Some(Outcome::Error(error.for_request(state.request_id)));
+    next.phase = Phase::Done;
+    next.finished_ms = Some(now_ms);
+    Some(next)
+}
+
+fn enter_synthesis(state: &mut LoopState, reason: TerminationReason) {
+    state.stop_reason = Some(reason);
+    state.phase = Phase::Synthesizing;
+}

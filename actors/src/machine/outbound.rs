@@ -1,0 +1,114 @@
+//! [`next_messages`]: what to publish, derived from the state alone.
+
+use sleuth_messages::{
+    AskReply, Envelope, Event, EventBody, EventKind, LoopState, Outcome, Phase, ReplyTo, Stage, TurnBrief, WorkItem,
+    SCHEMA_VERSION,
+};
+
+use super::{current_action, executor_of};
+
+/// One message to publish. Work and events carry their own de-duplication ids.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Outbound {
+    Work(WorkItem),
+    Event(Event),
+    Reply(ReplyTo, AskReply),
+}
+
+/// The messages that the state calls for. Publishing them twice is harmless: work and events are
+/// de-duplicated by id, and a stale work item is recognised by [`super::expects`].
+pub fn next_messages(state: &LoopState) -> Vec<Outbound> {
+    let work = |stage: Stage, step: u32| {
+        Outbound::Work(WorkItem {
+            envelope: Envelope {
+                schema_version: SCHEMA_VERSION,
+                request_id: state.request_id,
+                turn: state.turn,
+                step,
+                deadline_ms: state.deadline_ms,
+                attempt: 0,
+            },
+            stage,
+        })
+    };
+    let event = |turn: u32, kind: EventKind, body: EventBody| {
+        Outbound::Event(Event { request_id: state.request_id, turn, kind, body })
+    };
+    let last_report = |turn: u32| {
+        state.turns.iter().find(|t| t.turn == turn).and_then(|t| t.report.clone())
+    };
+
+    let mut out = Vec::new();
+    match &state.phase {
+        Phase::Planning => {
+            if state.turn == 1 {
+                out.push(event(0, EventKind::Accepted, EventBody::Accepted(state.analysis.clone())));
+            } else if let Some(report) = last_report(state.turn - 1) {
+                out.push(event(state.turn - 1, EventKind::Graded, EventBody::Graded(report)));
+            }
+            out.push(work(Stage::Planner, 0));
+        }
+        Phase::Acting { pending } => {
+            if let Some(turn) = state.turns.last() {
+                out.push(event(state.turn, EventKind::Planned, EventBody::Planned(turn.step.clone())));
+            }
+            for slot in pending {
+                if let Some(stage) = current_action(state, *slot).and_then(executor_of) {
+                    out.push(work(stage, *slot));
+                }
+            }
+        }
+        Phase::Grading => {
+            let new_cards = state.turns.last().map(|t| t.outcomes.iter().map(|o| o.new_cards).sum()).unwrap_or(0);
+            out.push(event(
+                state.turn,
+                EventKind::Retrieved,
+                EventBody::Retrieved { cards: state.cards.len() as u32, new_cards },
+            ));
+            out.push(work(Stage::Grader, 0));
+        }
+        Phase::Synthesizing => {
+            if let Some(report) = last_report(state.turn) {
+                out.push(event(state.turn, EventKind::Graded, EventBody::Graded(report)));
+            }
+            out.push(work(Stage::Synthesizer, 0));
+        }
+        Phase::Done => {
+            let reply = reply_of(state);
+            if let Some(to) = &state.reply {
+                out.push(Outbound::Reply(to.clone(), reply.clone()));
+            }
+            out.push(event(state.turn, EventKind::Final, EventBody::Final(reply)));
+        }
+    }
+    out
+}
+
+/// The client-facing reply: the outcome plus a brief of every turn.
+pub fn reply_of(state: &LoopState) -> AskReply {
+    let outcome = state.outcome.clone().unwrap_or_else(|| {
+        Outcome::Error(sleuth_messages::ErrorResponse::new(
+            sleuth_messages::ErrorKind::Internal,
+            "request has no outcome yet",
+        ))
+    });
+    let turns = state
+        .turns
+        .iter()
+        .map(|t| TurnBrief {
+            turn: t.turn,
+            rationale: t.step.rationale.clone(),
+            actions: t.step.actions.iter().map(|a| a.describe()).collect(),
+            hits: t.outcomes.iter().map(|o| o.result.hit_count() as u32).sum(),
+            new_cards: t.outcomes.iter().map(|o| o.new_cards).sum(),
+            sufficient: t.report.as_ref().map(|r| r.sufficient),
+            grader: t.report.as_ref().map(|r| r.rationale.clone()),
+        })
+        .collect();
+    AskReply {
+        request_id: Some(state.request_id),
+        outcome,
+        turns,
+        elapsed_ms: state.finished_ms.unwrap_or(state.created_ms).saturating_sub(state.created_ms),
+    }
+}

@@ -1,0 +1,168 @@
+//! [`Node`]: one process's running stages, wired to a bus and a state store. `Node::embedded` is the
+//! single-process default; `Node::distributed` attaches the chosen stages to NATS JetStream.
+
+use std::{sync::Arc, time::Duration};
+
+use anyhow::Context;
+use futures::StreamExt;
+use ractor::{Actor, ActorRef};
+use sleuth_messages::{AskReply, AskRequest, ErrorKind, ErrorResponse, Event, EventBody, Stage};
+use tokio::task::JoinHandle;
+
+use crate::{
+    bus::{memory::MemoryBus, nats::{self, NatsBus}, Bus},
+    config::Config,
+    endpoint, index::{EdgeIndex, VectorIndex},
+    ingest,
+    runtime::{
+        dead_letters,
+        supervisor::{NodeSupervisor, StageArgs},
+        worker::WorkerArgs,
+        NodeContext, Stats,
+    },
+    stages::{grader::Grader, intake, planner::Planner, retrieve::Retrieve, synthesizer::Synthesizer, StageLogic},
+    store::{memory::MemoryStore, nats_kv::KvStore, StateStore},
+};
+
+/// The stages `--stages all` runs. The graph stage arrives with the graph issue.
+pub const ALL_STAGES: [Stage; 5] = [Stage::Intake, Stage::Planner, Stage::Retrieve, Stage::Grader, Stage::Synthesizer];
+
+pub struct Node {
+    pub ctx: Arc<NodeContext>,
+    pub index: Option<Arc<dyn VectorIndex>>,
+    supervisor: ActorRef<()>,
+    supervisor_handle: JoinHandle<()>,
+    tasks: Vec<JoinHandle<()>>,
+    /// NATS micro services, kept alive for `nats micro ls`.
+    _services: Vec<async_nats::service::Service>,
+}
+
+/// Opens the embedded index, ingesting the demo corpus when it is empty and the config allows it.
+pub async fn open_index(config: &Config) -> anyhow::Result<Arc<dyn VectorIndex>> {
+    let dir = config.data_dir().join("index").join("documents");
+    let index = tokio::task::spawn_blocking(move || EdgeIndex::open(&dir)).await??;
+    if config.retrieval.demo_corpus && index.count().await? == 0 {
+        let docs = ingest::parse_jsonl("demo corpus", ingest::DEMO_CORPUS)?;
+        let summary = ingest::ingest(&index, docs, config.retrieval.chunk_words, config.retrieval.chunk_overlap_words, false).await?;
+        tracing::warn!(%summary, "the index was empty: ingested the bundled demo corpus");
+    }
+    Ok(Arc::new(index))
+}
+
+fn logic_for(stage: Stage, config: &Config, index: Option<&Arc<dyn VectorIndex>>) -> anyhow::Result<Option<Arc<dyn StageLogic>>> {
+    Ok(match stage {
+        Stage::Intake => None,
+        Stage::Planner => Some(Arc::new(Planner)),
+        Stage::Retrieve => {
+            let index = index.context("the retrieve stage needs an index")?.clone();
+            Some(Arc::new(Retrieve { index, top_k: config.retrieval.top_k }))
+        }
+        Stage::Grader => Some(Arc::new(Grader)),
+        Stage::Synthesizer => Some(Arc::new(Synthesizer)),
+        Stage::Graph => anyhow::bail!("the graph stage is not available yet (it arrives with the graph issue)"),
+    })
+}
+
+impl Node {
+    /// Everything in one process: in-memory bus and store, the embedded index.
+    pub async fn embedded(config: Config) -> anyhow::Result<Node> {
+        let config = Arc::new(config);
+        let index = open_index(&config).await?;
+        let bus: Arc<dyn Bus> = MemoryBus::new(config.nats.max_deliver.max(1) as u32);
+        let store: Arc<dyn StateStore> = Arc::new(MemoryStore::default());
+        let ctx = Arc::new(NodeContext { config, bus, store, stats: Arc::new(Stats::default()) });
+        Node::start(ctx, &ALL_STAGES, Some(index), Vec::new()).await
+    }
+
+    /// The given stages of this process, attached to NATS.
+    pub async fn distributed(config: Config, stages: &[Stage]) -> anyhow::Result<Node> {
+        let url = config.nats.url.clone().context("distributed mode needs nats.url (SLEUTH__NATS__URL or NATS_URL)")?;
+        let config = Arc::new(config);
+        let names: Vec<&str> = stages.iter().map(|s| s.as_str()).collect();
+        let client = nats::connect(&url, &format!("sleuth {}", names.join(","))).await?;
+        let bus = NatsBus::start(client.clone(), config.clone()).await?;
+        let store = KvStore::open(bus.jetstream(), &config.subjects().loops_bucket(), Duration::from_secs(config.nats.loop_ttl_s)).await?;
+        let index = if stages.contains(&Stage::Retrieve) { Some(open_index(&config).await?) } else { None };
+        let ctx = Arc::new(NodeContext { config, bus, store: Arc::new(store), stats: Arc::new(Stats::default()) });
+        let mut services = Vec::new();
+        let mut ask = None;
+        for stage in stages {
+            let service = endpoint::register_service(&client, *stage).await?;
+            if *stage == Stage::Intake {
+                ask = Some(endpoint::ask_endpoint(&service, &ctx).await?);
+            }
+            services.push(service);
+        }
+        let mut node = Node::start(ctx.clone(), stages, index, services).await?;
+        if let Some(ask) = ask {
+            node.tasks.push(tokio::spawn(endpoint::serve_ask(ctx, ask)));
+        }
+        Ok(node)
+    }
+
+    async fn start(
+        ctx: Arc<NodeContext>,
+        stages: &[Stage],
+        index: Option<Arc<dyn VectorIndex>>,
+        services: Vec<async_nats::service::Service>,
+    ) -> anyhow::Result<Node> {
+        // Downstream first, so nothing is published to a stage that is not consuming yet.
+        let mut ordered: Vec<Stage> = stages.to_vec();
+        ordered.sort_by_key(|s| std::cmp::Reverse(*s));
+        let mut args = Vec::new();
+        let mut consuming = Vec::new();
+        for stage in ordered {
+            let Some(logic) = logic_for(stage, &ctx.config, index.as_ref())? else { continue };
+            let queue = ctx.bus.work_queue(stage).await?;
+            args.push(StageArgs { worker: WorkerArgs { ctx: ctx.clone(), logic, queue }, workers: ctx.config.stages.workers });
+            consuming.push(stage);
+        }
+        let (supervisor, supervisor_handle) = Actor::spawn(None, NodeSupervisor, args).await.context("cannot start the supervisors")?;
+        let watcher_ctx = ctx.clone();
+        let watcher = tokio::spawn(async move {
+            if let Err(e) = dead_letters::watch(watcher_ctx, consuming).await {
+                tracing::error!(error = format!("{e:#}"), "dead-letter watcher stopped");
+            }
+        });
+        Ok(Node { ctx, index, supervisor, supervisor_handle, tasks: vec![watcher], _services: services })
+    }
+
+    /// Submits a question and waits for its final answer, through the events stream. `on_event` sees every
+    /// progress event as it happens.
+    pub async fn ask(
+        &self,
+        mut request: AskRequest,
+        mut on_event: Option<&mut (dyn FnMut(&Event) + Send)>,
+    ) -> Result<AskReply, ErrorResponse> {
+        let timeout = Duration::from_millis(request.timeout_ms.unwrap_or(self.ctx.config.loop_.timeout_ms) + 5_000);
+        let request_id = *request.request_id.get_or_insert_with(uuid::Uuid::now_v7);
+        let unavailable = |e: String| ErrorResponse::new(ErrorKind::Unavailable, e).for_request(request_id);
+        let mut events = self.ctx.bus.events(request_id).await.map_err(|e| unavailable(e.to_string()))?;
+        intake::submit(&self.ctx, request, None, None).await?;
+        let wait = async {
+            while let Some(event) = events.next().await {
+                if let Some(cb) = on_event.as_deref_mut() {
+                    cb(&event);
+                }
+                if let EventBody::Final(reply) = event.body {
+                    return Some(reply);
+                }
+            }
+            None
+        };
+        match tokio::time::timeout(timeout, wait).await {
+            Ok(Some(reply)) => Ok(reply),
+            Ok(None) => Err(unavailable("event stream ended".into())),
+            Err(_) => Err(ErrorResponse::new(ErrorKind::Timeout, "no answer before the deadline").for_request(request_id)),
+        }
+    }
+
+    /// Stops every actor and task of this node.
+    pub async fn shutdown(self) {
+        self.supervisor.kill();
+        let _ = self.supervisor_handle.await;
+        for task in self.tasks {
+            task.abort();
+        }
+    }
+}

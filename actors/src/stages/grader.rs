@@ -1,0 +1,100 @@
+//! Grader: judges whether the evidence answers the question. Deterministic mode runs seed 003's acceptance
+//! checks: entities covered, independent sources, literals present, the multi-hop bridge followed, new information.
+
+use async_trait::async_trait;
+use sleuth_messages::{CheckOutcome, LoopState, Stage, SufficiencyReport, WorkItem};
+
+use super::{planner, StageLogic};
+use crate::{machine, telemetry, text};
+
+pub struct Grader;
+
+#[async_trait]
+impl StageLogic for Grader {
+    fn stage(&self) -> Stage {
+        Stage::Grader
+    }
+
+    async fn apply(&self, state: &LoopState, _item: &WorkItem) -> anyhow::Result<LoopState> {
+        let report = grade(state);
+        tracing::info!(request_id = %state.request_id, turn = state.turn, sufficient = report.sufficient, missing = ?report.missing, "graded");
+        Ok(machine::apply_report(state, report, telemetry::now_ms())?)
+    }
+}
+
+fn check(name: &str, passed: bool, detail: String) -> CheckOutcome {
+    CheckOutcome { name: name.to_string(), passed, detail }
+}
+
+/// Runs the acceptance checks on the evidence gathered so far.
+pub fn grade(state: &LoopState) -> SufficiencyReport {
+    let a = &state.analysis;
+    let criteria = state.plan.as_ref().map(|p| &p.acceptance_criteria);
+    let must_cover = criteria.map(|c| c.must_cover_entities.clone()).unwrap_or_else(|| a.entities.clone());
+    let min_sources = criteria.map(|c| c.min_independent_sources).unwrap_or(1);
+    let in_evidence = |needle: &str| state.cards.iter().any(|c| text::mentions(&c.hit.title, needle) || text::mentions(&c.hit.text, needle));
+
+    let mut checks = Vec::new();
+    let mut missing = Vec::new();
+    checks.push(check("evidence_present", !state.cards.is_empty(), format!("{} cards", state.cards.len())));
+
+    let uncovered: Vec<String> = must_cover.iter().filter(|e| !in_evidence(e)).cloned().collect();
+    checks.push(check(
+        "entities_covered",
+        uncovered.is_empty(),
+        if uncovered.is_empty() { format!("all of {must_cover:?}") } else { format!("missing {uncovered:?}") },
+    ));
+    missing.extend(uncovered);
+
+    let stems: Vec<&str> = a.keywords.iter().map(|k| text::stem(k)).collect();
+    let mut sources: Vec<&str> = state
+        .cards
+        .iter()
+        .filter(|c| text::tokens(&format!("{} {}", c.hit.title, c.hit.text)).iter().any(|t| stems.contains(&text::stem(t))))
+        .map(|c| c.hit.doc_id.as_str())
+        .collect();
+    sources.sort_unstable();
+    sources.dedup();
+    checks.push(check(
+        "independent_sources",
+        sources.len() as u32 >= min_sources,
+        format!("{} relevant documents, {min_sources} required", sources.len()),
+    ));
+
+    let absent: Vec<String> = a.literal_terms.iter().filter(|l| !state.cards.iter().any(|c| c.hit.text.contains(l.as_str()) || c.hit.title.contains(l.as_str()))).cloned().collect();
+    checks.push(check("literals_present", absent.is_empty(), format!("absent {absent:?}")));
+    missing.extend(absent);
+
+    if planner::needs_bridge(state) {
+        let bridges = planner::bridge_entities(state);
+        let followed = bridges.iter().find(|b| state.cards.iter().any(|c| text::mentions(&c.hit.title, b) || text::mentions(b, &c.hit.title)));
+        let passed = followed.is_some() || bridges.is_empty() && state.turn > 1;
+        let detail = match followed {
+            Some(b) => format!("followed {b}"),
+            None if bridges.is_empty() => "no related entity named in the evidence".to_string(),
+            None => format!("not yet followed: {bridges:?}"),
+        };
+        checks.push(check("bridge_followed", passed, detail));
+        if !passed && let Some(first) = bridges.first() {
+            missing.push(first.clone());
+        }
+    }
+
+    let new_cards: u32 = state.turns.last().map(|t| t.outcomes.iter().map(|o| o.new_cards).sum()).unwrap_or(0);
+    let no_new_information = state.turn > 1 && new_cards == 0;
+
+    let passed = checks.iter().filter(|c| c.passed).count();
+    let sufficient = passed == checks.len();
+    let confidence = (passed as f32 / checks.len() as f32) * if sufficient { 0.9 } else { 0.6 };
+    let failed: Vec<&str> = checks.iter().filter(|c| !c.passed).map(|c| c.name.as_str()).collect();
+    SufficiencyReport {
+        sufficient,
+        confidence,
+        rationale: if sufficient { "all acceptance checks pass".into() } else { format!("failed: {}", failed.join(", ")) },
+        gaps: checks.iter().filter(|c| !c.passed).map(|c| format!("{}: {}", c.name, c.detail)).collect(),
+        missing,
+        new_queries: Vec::new(),
+        checks,
+        no_new_information,
+    }
+}

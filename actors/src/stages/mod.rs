@@ -1,0 +1,21 @@
+//! The stages of the loop, one file each. A stage's logic is a [`StageLogic`]: given the loop state and the work
+//! item, compute the next state. The runtime (`runtime/handler.rs`) does everything else: loading, CAS, publishing.
+
+pub mod grader;
+pub mod intake;
+pub mod planner;
+pub mod retrieve;
+pub mod synthesizer;
+
+use async_trait::async_trait;
+use sleuth_messages::{LoopState, Stage, WorkItem};
+
+#[async_trait]
+pub trait StageLogic: Send + Sync + 'static {
+    fn stage(&self) -> Stage;
+
+    /// Does this stage's work for `item` and returns the state to commit. Only called when
+    /// `machine::expects(state, item)` holds. May be called more than once for the same item
+    /// (redelivery, CAS conflict), so it must not have effects outside the returned state.
+    async fn apply(&self, state: &LoopState, item: &WorkItem) -> anyhow::Result<LoopState>;
+}

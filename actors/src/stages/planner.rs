@@ -1,0 +1,202 @@
+//! Planner: decides the next bounded step of the loop. Deterministic mode: search for the question first, then
+//! for what the grader found missing or for the entities named in retrieved cards that the question needs.
+
+use async_trait::async_trait;
+use sleuth_messages::{
+    plan::{
+        AcceptanceCriteria, AnswerRequirements, Budget, LiteralConstraints, PlannerMeta, Rerank, RetrievalMode,
+        RetrievalModeType, RetrievalRound, RoundPurpose, Safety, Sensitivity, StopConditions, Strategy,
+    },
+    Action, EntityType, JsonMap, LoopState, NextStep, PlannerState, QueryType, SearchIntent, Stage, WorkItem,
+};
+
+use super::{intake::RELATION_NOUNS, StageLogic};
+use crate::{machine, text};
+
+pub struct Planner;
+
+#[async_trait]
+impl StageLogic for Planner {
+    fn stage(&self) -> Stage {
+        Stage::Planner
+    }
+
+    async fn apply(&self, state: &LoopState, _item: &WorkItem) -> anyhow::Result<LoopState> {
+        let plan = state.plan.is_none().then(|| initial_plan(state));
+        let step = next_step(state);
+        tracing::info!(request_id = %state.request_id, turn = state.turn, actions = ?step.actions.iter().map(|a| a.describe()).collect::<Vec<_>>(), "planned");
+        Ok(machine::apply_plan(state, step, plan)?)
+    }
+}
+
+/// How many independent sources the question needs: two when it relates or compares things, or hops through a relation.
+pub fn min_sources(state: &LoopState) -> u32 {
+    let a = &state.analysis;
+    let relational = matches!(a.query_type, QueryType::Comparative | QueryType::Relational) && a.entities.len() >= 2;
+    if relational || needs_bridge(state) { 2 } else { 1 }
+}
+
+/// True when the question asks about something related to a named entity ("Lothair II's mother").
+pub fn needs_bridge(state: &LoopState) -> bool {
+    state.analysis.keywords.iter().any(|k| RELATION_NOUNS.contains(&k.as_str()))
+}
+
+/// The plan for the whole request, emitted once (seed 003 PlannerState).
+pub fn initial_plan(state: &LoopState) -> PlannerState {
+    let a = &state.analysis;
+    let literal = !a.literal_terms.is_empty();
+    let mut tags = vec![format!("route_{:?}", a.route).to_lowercase()];
+    if literal {
+        tags.push("literal_term_present".into());
+    }
+    if needs_bridge(state) {
+        tags.push("multi_hop_relation".into());
+    }
+    PlannerState {
+        goal: a.normalized.clone(),
+        strategy: Strategy::RetrieveThenAnswer,
+        clarifying_questions: Vec::new(),
+        retrieval_rounds: vec![RetrievalRound {
+            round_id: 1,
+            purpose: RoundPurpose::Recall,
+            query_variants: vec![a.rewritten.clone()],
+            retrieval_modes: vec![RetrievalMode { mode: RetrievalModeType::Bm25, k: state.caps.max_hits_per_search, alpha: None }],
+            filters: Default::default(),
+            use_hyde: false,
+            rrf: false,
+            rerank: Rerank { enabled: false, model: "cross_encoder".into(), rerank_top_k: 0 },
+            max_docs: state.caps.max_hits_per_search,
+        }],
+        literal_constraints: LiteralConstraints { must_preserve_terms: a.literal_terms.clone(), must_match_exactly: literal },
+        acceptance_criteria: AcceptanceCriteria {
+            min_independent_sources: min_sources(state),
+            require_authoritative_source: false,
+            must_cover_entities: a.entities.clone(),
+            must_answer_subquestions: None,
+        },
+        stop_conditions: StopConditions {
+            max_rounds: state.caps.max_turns,
+            max_total_docs: state.caps.max_turns * state.caps.max_hits_per_search,
+            confidence_threshold: None,
+            no_new_information_rounds: state.caps.no_new_information_rounds,
+        },
+        answer_requirements: AnswerRequirements {
+            format: vec!["extractive".into(), "citations".into()],
+            tone: None,
+            length: Some("short".into()),
+            citation_style: Some("[n]".into()),
+        },
+        budget: Budget { max_tokens: state.caps.token_budget, max_latency_ms: Some(state.deadline_ms.saturating_sub(state.created_ms)) },
+        safety: Safety { sensitivity: Sensitivity::Public, pii_allowed: false },
+        planner_meta: PlannerMeta { planner_version: "deterministic-1".into(), rationale_tags: tags },
+    }
+}
+
+fn search(rationale: impl Into<String>, query: impl Into<String>) -> Action {
+    Action::QdrantSearch {
+        search_intent: SearchIntent {
+            rationale: rationale.into(),
+            entity_type: EntityType::Document,
+            query: Some(query.into()),
+            image_query: None,
+            filters: JsonMap::new(),
+            limit: None,
+        },
+    }
+}
+
+/// Every query searched so far, lowercased, so no query is repeated.
+fn searched(state: &LoopState) -> Vec<String> {
+    state
+        .turns
+        .iter()
+        .flat_map(|t| &t.step.actions)
+        .filter_map(|a| match a {
+            Action::QdrantSearch { search_intent } => search_intent.query.as_ref().map(|q| q.to_lowercase()),
+            _ => None,
+        })
+        .collect()
+}
+
+/// The deterministic planner's step for the current turn.
+pub fn next_step(state: &LoopState) -> NextStep {
+    let a = &state.analysis;
+    let done = searched(state);
+    let fresh = |q: &String| !q.trim().is_empty() && !done.contains(&q.to_lowercase());
+
+    if state.turn == 1 {
+        if a.query_type == QueryType::Comparative && a.entities.len() >= 2 {
+            let rest: Vec<&String> = a.keywords.iter().filter(|k| !a.entities.iter().any(|e| text::mentions(e, k))).collect();
+            let tail = rest.iter().map(|s| s.as_str()).collect::<Vec<_>>().join(" ");
+            return NextStep {
+                rationale: "compare two entities: look both up in parallel".into(),
+                actions: vec![
+                    search("first entity of the comparison", format!("{} {tail}", a.entities[0]).trim().to_string()),
+                    search("second entity of the comparison", format!("{} {tail}", a.entities[1]).trim().to_string()),
+                ],
+            };
+        }
+        return NextStep::single("search for the question", search("the question as asked", a.rewritten.clone()));
+    }
+
+    let last = state.turns.last();
+    let report = last.and_then(|t| t.report.as_ref());
+    let mut queries: Vec<(String, String)> = Vec::new();
+    if let Some(report) = report {
+        for missing in report.missing.iter().chain(&report.new_queries) {
+            if fresh(missing) && !queries.iter().any(|(q, _)| q.eq_ignore_ascii_case(missing)) {
+                queries.push((missing.clone(), format!("look up {missing}, which the evidence does not cover yet")));
+            }
+        }
+    }
+    if queries.is_empty()
+        && let Some(name) = bridge_entities(state).into_iter().find(|n| fresh(n))
+    {
+        queries.push((name.clone(), format!("follow {name}, named in the evidence, which the question needs")));
+    }
+    let zero_last = last.is_some_and(|t| t.outcomes.iter().all(|o| o.result.hit_count() == 0));
+    if queries.is_empty() && zero_last {
+        let broad = a.keywords.join(" ");
+        if fresh(&broad) {
+            queries.push((broad, "the last search found nothing: broaden to the question's keywords".into()));
+        }
+    }
+    if queries.is_empty() {
+        return NextStep::single("nothing new left to search: answer from the evidence", Action::Final {});
+    }
+    queries.truncate(sleuth_messages::MAX_PARALLEL_ACTIONS);
+    let rationale = queries.iter().map(|(_, r)| r.as_str()).collect::<Vec<_>>().join("; ");
+    NextStep { rationale, actions: queries.into_iter().map(|(q, r)| search(r, q)).collect() }
+}
+
+/// Names in the retrieved cards that the question needs but does not itself name: names in sentences of the
+/// cards about the question's entities (its "anchor" cards) that also mention one of the question's other words.
+pub fn bridge_entities(state: &LoopState) -> Vec<String> {
+    let a = &state.analysis;
+    let relation_words: Vec<&String> =
+        a.keywords.iter().filter(|k| !a.entities.iter().any(|e| text::mentions(e, k))).collect();
+    let mut anchors: Vec<_> = state
+        .cards
+        .iter()
+        .filter(|c| a.entities.is_empty() || a.entities.iter().any(|e| text::mentions(&c.hit.title, e) || text::mentions(e, &c.hit.title)))
+        .collect();
+    anchors.sort_by(|x, y| y.hit.score.total_cmp(&x.hit.score));
+    anchors.truncate(if a.entities.is_empty() { 1 } else { 3 });
+    let mut names = Vec::new();
+    for card in anchors {
+        for sentence in text::sentences(&card.hit.text) {
+            let stems: Vec<String> = text::tokens(sentence).iter().map(|t| text::stem(t).to_string()).collect();
+            if !relation_words.iter().any(|k| stems.iter().any(|s| s == text::stem(k))) {
+                continue;
+            }
+            for name in text::name_spans(sentence) {
+                let known = a.entities.iter().any(|e| text::mentions(e, &name) || text::mentions(&name, e))
+                    || text::mentions(&card.hit.title, &name);
+                if !known && !names.contains(&name) {
+                    names.push(name);
+                }
+            }
+        }
+    }
+    names
+}

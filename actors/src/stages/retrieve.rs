@@ -1,0 +1,75 @@
+//! Retrieve: executes a `qdrant_search` action against the vector index (BM25 over qdrant-edge for now).
+//! `filters.id` makes it an ID lookup; other filters are validated, and an invalid intent becomes a failed
+//! action result that the planner can react to, not a crash.
+
+use std::{sync::Arc, time::Instant};
+
+use async_trait::async_trait;
+use sleuth_messages::{
+    Action, ActionResult, ErrorKind, ErrorResponse, Hit, LoopState, RetrievalResult, SearchIntent, Stage, WorkItem,
+};
+
+use super::StageLogic;
+use crate::{
+    index::{HitFilter, VectorIndex},
+    machine,
+};
+
+pub struct Retrieve {
+    pub index: Arc<dyn VectorIndex>,
+    /// Hits per search when the intent does not say.
+    pub top_k: u32,
+}
+
+#[async_trait]
+impl StageLogic for Retrieve {
+    fn stage(&self) -> Stage {
+        Stage::Retrieve
+    }
+
+    async fn apply(&self, state: &LoopState, item: &WorkItem) -> anyhow::Result<LoopState> {
+        let slot = item.envelope.step;
+        let Some(Action::QdrantSearch { search_intent }) = machine::current_action(state, slot) else {
+            anyhow::bail!("slot {slot} of turn {} is not a qdrant_search", state.turn);
+        };
+        let started = Instant::now();
+        let max = state.caps.max_hits_per_search.max(1);
+        let result = match self.execute(search_intent, max).await {
+            Ok(result) => ActionResult::Retrieval(result),
+            Err(Failure::Invalid(message)) => {
+                ActionResult::Failed(ErrorResponse::new(ErrorKind::InvalidInput, message))
+            }
+            Err(Failure::Backend(err)) => return Err(err),
+        };
+        tracing::info!(request_id = %state.request_id, turn = state.turn, slot, hits = result.hit_count(), "retrieved");
+        Ok(machine::apply_outcome(state, slot, result, started.elapsed().as_millis() as u64)?)
+    }
+}
+
+enum Failure {
+    /// The intent itself is wrong: recorded as a failed action.
+    Invalid(String),
+    /// The index failed: the message is retried.
+    Backend(anyhow::Error),
+}
+
+impl Retrieve {
+    async fn execute(&self, intent: &SearchIntent, max: u32) -> Result<RetrievalResult, Failure> {
+        let filter = HitFilter::parse(&intent.filters).map_err(Failure::Invalid)?;
+        let limit = intent.limit.unwrap_or(self.top_k).clamp(1, max) as usize;
+        let hits = match intent.query.as_deref().map(str::trim).filter(|q| !q.is_empty()) {
+            Some(query) => self.index.search(query, &filter, limit).await,
+            None if !filter.is_empty() => self.index.fetch(&filter, limit).await,
+            None => return Err(Failure::Invalid("a search intent needs a query or an id filter".into())),
+        }
+        .map_err(Failure::Backend)?;
+        Ok(RetrievalResult { summary: summarize(&hits), count: hits.len() as u32, raw_data: hits })
+    }
+}
+
+fn summarize(hits: &[Hit]) -> String {
+    if hits.is_empty() {
+        return "no results".into();
+    }
+    hits.iter().map(|h| format!("{} ({:.2})", h.title, h.score)).collect::<Vec<_>>().join("; ")
+}

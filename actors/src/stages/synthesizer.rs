@@ -1,0 +1,179 @@
+//! Synthesizer: writes the answer with `[n]` citations. Deterministic mode is extractive: the sentences of the
+//! retrieved cards that best match the question, each cited by its card number, so no citation can name a card
+//! that was never retrieved.
+
+use std::sync::LazyLock;
+
+use async_trait::async_trait;
+use regex::Regex;
+use sleuth_messages::{
+    Action, AgentResponse, Card, Citation, EntityRef, EntityType, JsonMap, LoopState, Stage, TerminationReason,
+    WorkItem,
+};
+
+use super::StageLogic;
+use crate::{machine, telemetry, text};
+
+/// Most sentences an extractive answer quotes.
+const MAX_SENTENCES: usize = 3;
+
+static CITATION: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"\[(\d+)\]").expect("static regex"));
+
+pub struct Synthesizer;
+
+#[async_trait]
+impl StageLogic for Synthesizer {
+    fn stage(&self) -> Stage {
+        Stage::Synthesizer
+    }
+
+    async fn apply(&self, state: &LoopState, _item: &WorkItem) -> anyhow::Result<LoopState> {
+        let response = synthesize(state);
+        tracing::info!(request_id = %state.request_id, citations = response.citations.len(), reason = response.termination_reason.as_str(), "synthesized");
+        Ok(machine::apply_response(state, response, telemetry::now_ms())?)
+    }
+}
+
+/// Removes every `[n]` that does not name a retrieved card. Returns the cleaned answer and how many were removed.
+pub fn verify_citations(answer: &str, cards: &[Card]) -> (String, usize) {
+    let mut removed = 0;
+    let cleaned = CITATION.replace_all(answer, |c: &regex::Captures| {
+        let known = c[1].parse::<u32>().is_ok_and(|n| cards.iter().any(|card| card.n == n));
+        if known {
+            c[0].to_string()
+        } else {
+            removed += 1;
+            String::new()
+        }
+    });
+    (cleaned.split_whitespace().collect::<Vec<_>>().join(" "), removed)
+}
+
+/// How well a sentence answers: question words it contains, entities it names, and a bonus when its card is
+/// about one of the question's entities.
+fn sentence_score(sentence: &str, card: &Card, stems: &[&str], entities: &[String]) -> f32 {
+    let tokens = text::tokens(sentence);
+    let matched = stems.iter().filter(|s| tokens.iter().any(|t| text::stem(t) == **s)).count() as f32;
+    let named = entities.iter().filter(|e| text::mentions(sentence, e)).count() as f32;
+    let about = entities.iter().any(|e| text::mentions(&card.hit.title, e) || text::mentions(e, &card.hit.title));
+    if matched + named == 0.0 {
+        return 0.0;
+    }
+    matched + named + if about { 1.5 } else { 0.0 }
+}
+
+/// The extractive answer for the state's evidence.
+pub fn synthesize(state: &LoopState) -> AgentResponse {
+    let reason = state.stop_reason.unwrap_or(TerminationReason::PlannerFinal);
+    let a = &state.analysis;
+    let mut evidence = JsonMap::new();
+    evidence.insert("termination_reason".into(), reason.as_str().into());
+    evidence.insert("cards_considered".into(), state.cards.len().into());
+    evidence.insert("turns".into(), state.turns.len().into());
+
+    if reason == TerminationReason::Clarification {
+        let questions: Vec<String> = state
+            .turns
+            .iter()
+            .flat_map(|t| &t.step.actions)
+            .filter_map(|a| match a {
+                Action::Clarify { questions } => Some(questions.iter().map(|q| q.question.clone())),
+                _ => None,
+            })
+            .flatten()
+            .collect();
+        return response(questions.join(" "), Vec::new(), evidence, 0.3, reason, Vec::new());
+    }
+    if state.cards.is_empty() {
+        let answer = format!("I could not find anything in the corpus that answers \"{}\".", a.normalized);
+        return response(answer, Vec::new(), evidence, 0.1, reason, vec!["NO_EVIDENCE".into()]);
+    }
+
+    let stems: Vec<&str> = a.keywords.iter().map(|k| text::stem(k)).collect();
+    // The best sentence of each card, then the best cards.
+    let mut best: Vec<(f32, &Card, &str)> = state
+        .cards
+        .iter()
+        .filter_map(|card| {
+            text::sentences(&card.hit.text)
+                .into_iter()
+                .map(|s| (sentence_score(s, card, &stems, &a.entities), card, s))
+                .max_by(|x, y| x.0.total_cmp(&y.0))
+        })
+        .filter(|(score, _, _)| *score > 0.0)
+        .collect();
+    best.sort_by(|x, y| y.0.total_cmp(&x.0).then(y.1.hit.score.total_cmp(&x.1.hit.score)));
+    best.truncate(MAX_SENTENCES);
+    if best.is_empty() {
+        let card = &state.cards[0];
+        let first = text::sentences(&card.hit.text).first().copied().unwrap_or(card.hit.text.as_str());
+        best.push((0.0, card, first));
+    }
+    best.sort_by_key(|(_, card, _)| card.n);
+
+    let mut answer = String::new();
+    if reason.is_cap() {
+        answer.push_str(&format!("Best available answer (stopped early: {}). ", reason.as_str()));
+    }
+    let mut cited: Vec<&Card> = Vec::new();
+    for (_, card, sentence) in &best {
+        answer.push_str(&format!("{} [{}] ", sentence.trim(), card.n));
+        if !cited.iter().any(|c| c.n == card.n) {
+            cited.push(card);
+        }
+    }
+    let (answer, removed) = verify_citations(answer.trim(), &state.cards);
+    debug_assert_eq!(removed, 0, "extractive citations always name retrieved cards");
+    let citations = cited
+        .iter()
+        .map(|c| Citation { n: c.n, hit_id: c.hit.id.clone(), doc_id: c.hit.doc_id.clone(), title: c.hit.title.clone() })
+        .collect();
+    let report_confidence = state.turns.iter().rev().find_map(|t| t.report.as_ref()).map_or(0.5, |r| r.confidence);
+    let confidence = if reason.is_cap() { report_confidence * 0.6 } else { report_confidence };
+    let mut warnings = Vec::new();
+    if reason.is_cap() {
+        warnings.push(reason.as_str().to_uppercase());
+    }
+    response(answer, citations, evidence, confidence, reason, warnings)
+}
+
+fn response(
+    answer: String,
+    citations: Vec<Citation>,
+    evidence: JsonMap,
+    confidence: f32,
+    termination_reason: TerminationReason,
+    warnings: Vec<String>,
+) -> AgentResponse {
+    let source_entities: Vec<EntityRef> = citations
+        .iter()
+        .map(|c| EntityRef { entity_type: EntityType::Document, id: c.doc_id.clone() })
+        .collect();
+    AgentResponse {
+        answer,
+        result_entities: source_entities.iter().take(1).cloned().collect(),
+        source_entities,
+        evidence,
+        citations,
+        confidence,
+        termination_reason,
+        warnings,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use sleuth_messages::{Hit, JsonMap};
+
+    fn card(n: u32) -> Card {
+        Card { n, turn: 1, hit: Hit { id: format!("h{n}"), doc_id: format!("d{n}"), title: "t".into(), text: "x".into(), score: 1.0, metadata: JsonMap::new() } }
+    }
+
+    #[test]
+    fn citations_to_unknown_cards_are_removed_and_counted() {
+        let (answer, removed) = verify_citations("Luffy is a pirate [1] and a captain [99].", &[card(1)]);
+        assert_eq!(answer, "Luffy is a pirate [1] and a captain .");
+        assert_eq!(removed, 1);
+    }
+}

@@ -1,0 +1,32 @@
+//! Loop-state stores: [`StateStore`] keeps each request's [`LoopState`] with a revision for compare-and-swap.
+//! Two implementations: the JetStream KV bucket `sleuth_loops` and an in-memory map.
+
+pub mod memory;
+pub mod nats_kv;
+
+use async_trait::async_trait;
+use sleuth_messages::LoopState;
+use uuid::Uuid;
+
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    /// The revision given to compare-and-swap is not the current one: reload and retry.
+    #[error("revision conflict")]
+    Conflict,
+    #[error("a state for this request already exists")]
+    AlreadyExists,
+    #[error("state store unavailable: {0}")]
+    Unavailable(String),
+    #[error("stored state is unreadable: {0}")]
+    Corrupt(String),
+}
+
+#[async_trait]
+pub trait StateStore: Send + Sync + 'static {
+    /// Stores a new request's state; fails with `AlreadyExists` if the id is taken.
+    async fn create(&self, state: &LoopState) -> Result<u64, StoreError>;
+    /// The state and its revision, or `None` if unknown (or expired).
+    async fn load(&self, request_id: Uuid) -> Result<Option<(LoopState, u64)>, StoreError>;
+    /// Replaces the state if its revision is still `revision`; returns the new revision.
+    async fn compare_and_swap(&self, state: &LoopState, revision: u64) -> Result<u64, StoreError>;
+}

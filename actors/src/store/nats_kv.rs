@@ -1,0 +1,81 @@
+//! [`KvStore`]: loop state in the JetStream KV bucket `sleuth_loops`, updated with compare-and-swap on the
+//! entry's revision.
+
+use std::time::Duration;
+
+use async_nats::jetstream::{self, kv, stream};
+use async_trait::async_trait;
+use bytes::Bytes;
+use sleuth_messages::{codec, Encoding, LoopState};
+use uuid::Uuid;
+
+use super::{StateStore, StoreError};
+
+pub struct KvStore {
+    kv: kv::Store,
+}
+
+fn unavailable(e: impl std::fmt::Display) -> StoreError {
+    StoreError::Unavailable(e.to_string())
+}
+
+impl KvStore {
+    /// Opens the bucket, creating it if needed. The bucket's backing stream is created directly because
+    /// async-nats' `create_key_value` first reads account info in a shape nats-server 2.9 does not send.
+    pub async fn open(js: &jetstream::Context, bucket: &str, ttl: Duration) -> Result<KvStore, StoreError> {
+        js.get_or_create_stream(stream::Config {
+            name: format!("KV_{bucket}"),
+            subjects: vec![format!("$KV.{bucket}.>")],
+            max_messages_per_subject: 1,
+            max_age: ttl,
+            allow_rollup: true,
+            deny_delete: true,
+            deny_purge: false,
+            allow_direct: true,
+            discard: stream::DiscardPolicy::New,
+            num_replicas: 1,
+            storage: stream::StorageType::File,
+            description: Some("sleuth loop state, one key per request".into()),
+            ..Default::default()
+        })
+        .await
+        .map_err(|e| unavailable(format!("cannot create kv bucket {bucket}: {e}")))?;
+        let kv = js.get_key_value(bucket).await.map_err(|e| unavailable(format!("cannot open kv bucket {bucket}: {e}")))?;
+        Ok(KvStore { kv })
+    }
+
+    pub fn inner(&self) -> &kv::Store {
+        &self.kv
+    }
+}
+
+fn encode(state: &LoopState) -> Result<Bytes, StoreError> {
+    codec::encode(state, Encoding::MsgPack).map(Bytes::from).map_err(|e| StoreError::Corrupt(e.to_string()))
+}
+
+#[async_trait]
+impl StateStore for KvStore {
+    async fn create(&self, state: &LoopState) -> Result<u64, StoreError> {
+        self.kv.create(state.request_id.to_string(), encode(state)?).await.map_err(|e| match e.kind() {
+            kv::CreateErrorKind::AlreadyExists => StoreError::AlreadyExists,
+            _ => unavailable(e),
+        })
+    }
+
+    async fn load(&self, request_id: Uuid) -> Result<Option<(LoopState, u64)>, StoreError> {
+        let entry = self.kv.entry(request_id.to_string()).await.map_err(unavailable)?;
+        match entry {
+            Some(entry) if entry.operation == kv::Operation::Put => codec::decode::<LoopState>(&entry.value)
+                .map(|(state, _)| Some((state, entry.revision)))
+                .map_err(|e| StoreError::Corrupt(e.to_string())),
+            _ => Ok(None),
+        }
+    }
+
+    async fn compare_and_swap(&self, state: &LoopState, revision: u64) -> Result<u64, StoreError> {
+        self.kv.update(state.request_id.to_string(), encode(state)?, revision).await.map_err(|e| match e.kind() {
+            kv::UpdateErrorKind::WrongLastRevision => StoreError::Conflict,
+            _ => unavailable(e),
+        })
+    }
+}

@@ -1,0 +1,189 @@
+//! Small text utilities shared by the deterministic stages: tokens, stop words, sentences and name spans.
+
+/// English function words and question words that carry no retrieval signal.
+const STOPWORDS: &[&str] = &[
+    "a", "about", "after", "all", "also", "an", "and", "any", "are", "as", "at", "be", "been", "before", "being",
+    "between", "both", "but", "by", "can", "could", "did", "do", "does", "during", "each", "for", "from", "had",
+    "has", "have", "he", "her", "hers", "him", "his", "how", "i", "if", "in", "into", "is", "it", "its", "me",
+    "more", "most", "my", "no", "not", "of", "on", "one", "or", "other", "our", "over", "same", "she", "should",
+    "so", "some", "such", "than", "that", "the", "their", "them", "then", "there", "these", "they", "this",
+    "those", "through", "to", "under", "up", "was", "we", "were", "what", "when", "where", "which", "while",
+    "who", "whom", "whose", "why", "will", "with", "would", "you", "your", "first", "later", "earlier",
+    "tell", "know", "many", "much", "does", "came", "come",
+];
+
+pub fn is_stopword(word: &str) -> bool {
+    STOPWORDS.contains(&word)
+}
+
+/// Lowercase alphanumeric tokens (apostrophes split words; a possessive `'s` is dropped).
+pub fn tokens(text: &str) -> Vec<String> {
+    text.split(|c: char| !c.is_alphanumeric())
+        .filter(|t| !t.is_empty())
+        .map(|t| t.to_lowercase())
+        .filter(|t| t != "s")
+        .collect()
+}
+
+/// Tokens that are not stop words, in order, without repeats.
+pub fn content_words(text: &str) -> Vec<String> {
+    let mut seen = Vec::new();
+    for t in tokens(text) {
+        if !is_stopword(&t) && !seen.contains(&t) {
+            seen.push(t);
+        }
+    }
+    seen
+}
+
+/// A crude stem so "died" matches "dies", "created" matches "creator" and "films" matches "film": strips one
+/// common English suffix from words long enough to keep a root.
+pub fn stem(word: &str) -> &str {
+    for suffix in ["ation", "ions", "ion", "ing", "ers", "ors", "er", "or", "ed", "es", "s"] {
+        if word.len() > suffix.len() + 3
+            && let Some(stripped) = word.strip_suffix(suffix)
+        {
+            return stripped;
+        }
+    }
+    word
+}
+
+/// Case-insensitive containment on word boundaries.
+pub fn mentions(haystack: &str, needle: &str) -> bool {
+    let needle = needle.trim().to_lowercase();
+    if needle.is_empty() {
+        return false;
+    }
+    let hay = haystack.to_lowercase();
+    let mut from = 0;
+    while let Some(pos) = hay[from..].find(&needle) {
+        let start = from + pos;
+        let end = start + needle.len();
+        let before_ok = hay[..start].chars().next_back().is_none_or(|c| !c.is_alphanumeric());
+        let after_ok = hay[end..].chars().next().is_none_or(|c| !c.is_alphanumeric());
+        if before_ok && after_ok {
+            return true;
+        }
+        from = start + hay[start..].chars().next().map_or(1, char::len_utf8);
+    }
+    false
+}
+
+/// Splits prose into sentences at `.`, `!` or `?` followed by white space.
+pub fn sentences(text: &str) -> Vec<&str> {
+    let mut out = Vec::new();
+    let mut start = 0;
+    let bytes = text.as_bytes();
+    for (i, c) in text.char_indices() {
+        if matches!(c, '.' | '!' | '?') && bytes.get(i + 1).is_none_or(|b| b.is_ascii_whitespace()) {
+            let s = text[start..=i].trim();
+            if !s.is_empty() {
+                out.push(s);
+            }
+            start = i + 1;
+        }
+    }
+    let rest = text[start..].trim();
+    if !rest.is_empty() {
+        out.push(rest);
+    }
+    out
+}
+
+/// Words that may sit inside a name without being capitalised ("Ermengarde of Tours", "One Piece").
+const NAME_CONNECTORS: &[&str] = &["of", "de", "la", "von", "van", "der", "du", "the", "al", "bin", "y"];
+
+/// Question and sentence-initial words that are capitalised without being names.
+const NOT_NAMES: &[&str] = &[
+    "Which", "What", "Who", "Whom", "Whose", "How", "When", "Where", "Why", "Is", "Are", "Was", "Were", "Did", "Do",
+    "Does", "The", "A", "An", "In", "On", "Of", "And", "Compare", "Tell", "Give", "List", "Name", "Explain", "Can",
+    "Could", "Should", "Would", "He", "She", "It", "They", "His", "Her", "Their", "This", "That", "These", "Those",
+    "Both", "If", "For", "As", "At", "By", "From", "With",
+];
+
+/// Capitalised word runs that look like names: "Lothair II", "Monkey D. Luffy", "Ermengarde of Tours".
+/// Possessives are dropped; connectors are kept only between capitalised words.
+pub fn name_spans(text: &str) -> Vec<String> {
+    let words: Vec<&str> = text.split_whitespace().collect();
+    let mut out: Vec<String> = Vec::new();
+    let mut current: Vec<String> = Vec::new();
+    let mut pending_connectors: Vec<String> = Vec::new();
+    let flush = |current: &mut Vec<String>, pending: &mut Vec<String>, out: &mut Vec<String>| {
+        pending.clear();
+        if !current.is_empty() {
+            let name = current.join(" ");
+            if !out.contains(&name) {
+                out.push(name);
+            }
+            current.clear();
+        }
+    };
+    for raw in words {
+        let ends_clause = raw.ends_with([',', '?', '!', ';', ':']) || (raw.ends_with('.') && raw.len() > 3);
+        let word = raw
+            .trim_matches(|c: char| !c.is_alphanumeric() && c != '.' && c != '-' && c != '\'')
+            .trim_end_matches('.');
+        let word = word.strip_suffix("'s").or_else(|| word.strip_suffix("’s")).unwrap_or(word);
+        let word = word.trim_matches('\'');
+        let capitalised = word.chars().next().is_some_and(|c| c.is_uppercase() || c.is_ascii_digit() && !current.is_empty());
+        if capitalised && !(current.is_empty() && NOT_NAMES.contains(&word)) {
+            current.append(&mut pending_connectors);
+            current.push(word.to_string());
+        } else if !current.is_empty() && NAME_CONNECTORS.contains(&word) {
+            pending_connectors.push(word.to_string());
+        } else {
+            flush(&mut current, &mut pending_connectors, &mut out);
+        }
+        if ends_clause || raw.ends_with("'s") {
+            flush(&mut current, &mut pending_connectors, &mut out);
+        }
+    }
+    flush(&mut current, &mut pending_connectors, &mut out);
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn name_spans_find_names_and_drop_question_words() {
+        let cases: &[(&str, &[&str])] = &[
+            ("When did Lothair II's mother die?", &["Lothair II"]),
+            ("How is Luffy related to Nami?", &["Luffy", "Nami"]),
+            ("Which anime is Luffy in?", &["Luffy"]),
+            ("His mother was Ermengarde of Tours, a noble.", &["Ermengarde of Tours"]),
+            ("Compare Naruto and Bleach", &["Naruto", "Bleach"]),
+            ("what is the captain's name", &[]),
+        ];
+        for (text, expected) in cases {
+            assert_eq!(name_spans(text), expected.iter().map(|s| s.to_string()).collect::<Vec<_>>(), "{text}");
+        }
+    }
+
+    #[test]
+    fn mentions_respects_word_boundaries() {
+        assert!(mentions("Monkey D. Luffy is a pirate", "luffy"));
+        assert!(!mentions("Luffyland", "luffy"));
+        assert!(!mentions("anything", ""));
+    }
+
+    #[test]
+    fn sentences_split_on_terminal_punctuation() {
+        assert_eq!(sentences("One. Two! Three? Four"), vec!["One.", "Two!", "Three?", "Four"]);
+        assert_eq!(sentences("Version 1.5 is out."), vec!["Version 1.5 is out."]);
+    }
+
+    #[test]
+    fn stems_join_related_word_forms() {
+        assert_eq!(stem("created"), stem("creator"));
+        assert_eq!(stem("directed"), stem("director"));
+        assert_eq!(stem("films"), stem("film"));
+    }
+
+    #[test]
+    fn content_words_drop_stopwords_and_repeats() {
+        assert_eq!(content_words("Which anime is Luffy in, and which anime?"), vec!["anime", "luffy"]);
+    }
+}
