@@ -1,1 +1,47 @@
-//! test harness
+//! Test-support harness: real services and real `sleuth` processes for the end-to-end tests.
+//!
+//! Services come from, in order: the URL in `SLEUTH_TEST_NATS_URL`; a `nats-server -js` on a random port with a
+//! temporary store when the binary is on PATH. A missing service fails the test with a message naming what to
+//! install; it never passes silently.
+
+pub mod nats;
+pub mod process;
+
+/// A unique, subject-safe name for one test's prefix, suffix and directories.
+pub fn unique(name: &str) -> String {
+    format!("{name}_{}", uuid::Uuid::new_v4().simple().to_string().get(..8).unwrap_or("x"))
+}
+
+use std::{sync::Arc, time::Duration};
+
+use futures::StreamExt;
+use sleuth_actors::{
+    bus::{nats::NatsBus, Bus},
+    config::Config,
+    store::{nats_kv::KvStore, StateStore},
+};
+use sleuth_messages::{Event, LoopState};
+
+/// Every event of a request, collected until none arrives for `settle`.
+pub async fn events_of(config: &Config, request_id: uuid::Uuid, settle: Duration) -> Vec<Event> {
+    let url = config.nats.url.clone().expect("nats url");
+    let client = sleuth_actors::bus::nats::connect(&url, "sleuth test").await.expect("connect");
+    let bus = NatsBus::start(client, Arc::new(config.clone())).await.expect("bus");
+    let mut stream = bus.events(request_id).await.expect("events");
+    let mut events = Vec::new();
+    while let Ok(Some(event)) = tokio::time::timeout(settle, stream.next()).await {
+        events.push(event);
+    }
+    events
+}
+
+/// A request's loop state as stored in the deployment's KV bucket.
+pub async fn stored_state(config: &Config, request_id: uuid::Uuid) -> Option<LoopState> {
+    let url = config.nats.url.clone().expect("nats url");
+    let client = sleuth_actors::bus::nats::connect(&url, "sleuth test").await.expect("connect");
+    let js = async_nats::jetstream::new(client);
+    let store = KvStore::open(&js, &config.subjects().loops_bucket(), Duration::from_secs(config.nats.loop_ttl_s))
+        .await
+        .expect("kv");
+    store.load(request_id).await.expect("load").map(|(s, _)| s)
+}

@@ -110,16 +110,20 @@ async fn run(ctx: &NodeContext, logic: &dyn StageLogic, delivery: &dyn Delivery)
     }
 }
 
-/// Counts the duplicate in the state (best effort: a conflict means someone else moved it on, which is fine).
-async fn note_duplicate(ctx: &NodeContext, mut state: LoopState, revision: u64) -> LoopState {
-    state.counters.duplicates_skipped += 1;
-    match ctx.store.compare_and_swap(&state, revision).await {
-        Ok(_) => state,
-        Err(_) => {
-            state.counters.duplicates_skipped -= 1;
-            state
+/// Counts the duplicate in the state, so redeliveries are visible in the KV record. Retries on conflicts;
+/// gives up quietly after a few, because the count is informational.
+async fn note_duplicate(ctx: &NodeContext, mut state: LoopState, mut revision: u64) -> LoopState {
+    for _ in 0..5 {
+        state.counters.duplicates_skipped += 1;
+        match ctx.store.compare_and_swap(&state, revision).await {
+            Ok(_) => return state,
+            Err(_) => match ctx.store.load(state.request_id).await {
+                Ok(Some((fresh, rev))) => (state, revision) = (fresh, rev),
+                _ => break,
+            },
         }
     }
+    state
 }
 
 /// Runs `work` while telling the bus, every third of AckWait, that the delivery is still being worked on.

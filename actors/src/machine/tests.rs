@@ -1,0 +1,199 @@
+//! Table-driven tests of the loop state machine: transitions, caps, idempotence checks and outbound messages.
+
+use sleuth_messages::{
+    Action, ActionResult, AskRequest, EntityType, Envelope, EventKind, Hit, JsonMap, LoopState, NextStep, Phase,
+    RetrievalResult, SearchIntent, Stage, SufficiencyReport, TerminationReason, WorkItem, SCHEMA_VERSION,
+};
+use uuid::Uuid;
+
+use super::*;
+use crate::{config::LoopConfig, stages::intake};
+
+fn state() -> LoopState {
+    let analysis = intake::analyze("Which anime is Luffy in?");
+    new_state(NewRequest {
+        request_id: Uuid::now_v7(),
+        request: AskRequest::new("Which anime is Luffy in?"),
+        caps: caps_for(&LoopConfig::default(), analysis.route, Some(3)),
+        analysis,
+        now_ms: 1_000,
+        deadline_ms: 10_000,
+        reply: None,
+        traceparent: None,
+    })
+}
+
+fn search(q: &str) -> Action {
+    Action::QdrantSearch {
+        search_intent: SearchIntent {
+            rationale: String::new(),
+            entity_type: EntityType::Document,
+            query: Some(q.into()),
+            image_query: None,
+            filters: JsonMap::new(),
+            limit: None,
+        },
+    }
+}
+
+fn hits(ids: &[&str]) -> ActionResult {
+    let raw_data: Vec<Hit> = ids
+        .iter()
+        .map(|id| Hit { id: id.to_string(), doc_id: id.to_string(), title: id.to_string(), text: "t".into(), score: 1.0, metadata: JsonMap::new() })
+        .collect();
+    ActionResult::Retrieval(RetrievalResult { summary: String::new(), count: raw_data.len() as u32, raw_data })
+}
+
+fn report(sufficient: bool) -> SufficiencyReport {
+    SufficiencyReport {
+        sufficient,
+        confidence: 0.5,
+        rationale: String::new(),
+        gaps: vec![],
+        missing: vec![],
+        new_queries: vec![],
+        checks: vec![],
+        no_new_information: false,
+    }
+}
+
+fn item(state: &LoopState, stage: Stage, step: u32) -> WorkItem {
+    WorkItem {
+        envelope: Envelope { schema_version: SCHEMA_VERSION, request_id: state.request_id, turn: state.turn, step, deadline_ms: 0, attempt: 1 },
+        stage,
+    }
+}
+
+/// Runs one full turn: plan `queries`, record `results`, grade.
+fn turn(s: &LoopState, queries: &[&str], results: Vec<ActionResult>, sufficient: bool, now: u64) -> LoopState {
+    let step = NextStep { rationale: String::new(), actions: queries.iter().map(|q| search(q)).collect() };
+    let mut s = apply_plan(s, step, None).unwrap();
+    for (slot, r) in results.into_iter().enumerate() {
+        s = apply_outcome(&s, slot as u32, r, 1).unwrap();
+    }
+    apply_report(&s, report(sufficient), now).unwrap()
+}
+
+#[test]
+fn a_sufficient_turn_goes_straight_to_synthesis() {
+    let s = turn(&state(), &["luffy"], vec![hits(&["a", "b"])], true, 2_000);
+    assert_eq!(s.phase, Phase::Synthesizing);
+    assert_eq!(s.stop_reason, Some(TerminationReason::Sufficient));
+    assert_eq!(s.cards.iter().map(|c| c.n).collect::<Vec<_>>(), vec![1, 2]);
+}
+
+#[test]
+fn caps_end_the_loop_with_their_reason() {
+    // (turn results, now, expected phase after grading turn 1, reason)
+    let cases: Vec<(Vec<ActionResult>, u64, Option<TerminationReason>)> = vec![
+        (vec![hits(&["a"])], 2_000, None),
+        (vec![hits(&["a"])], 20_000, Some(TerminationReason::Deadline)),
+    ];
+    for (results, now, reason) in cases {
+        let s = turn(&state(), &["q"], results, false, now);
+        assert_eq!(s.stop_reason, reason);
+    }
+}
+
+#[test]
+fn max_turns_gives_no_match_after_max_turns() {
+    let mut s = state();
+    for (i, id) in ["a", "b", "c"].iter().enumerate() {
+        s = turn(&s, &[&format!("q{i}")], vec![hits(&[id])], false, 2_000);
+    }
+    assert_eq!(s.stop_reason, Some(TerminationReason::NoMatchAfterMaxTurns));
+    assert_eq!(s.turn, 3);
+}
+
+#[test]
+fn repeated_zero_results_end_as_not_found() {
+    let mut s = state();
+    s.caps.max_turns = 10;
+    s.caps.no_new_information_rounds = 10;
+    for i in 0..3 {
+        s = turn(&s, &[&format!("q{i}")], vec![hits(&[])], false, 2_000);
+    }
+    assert_eq!(s.stop_reason, Some(TerminationReason::NotFound));
+    assert_eq!(s.counters.zero_result_steps, 3);
+}
+
+#[test]
+fn rounds_without_new_cards_end_as_no_new_information() {
+    let mut s = state();
+    s.caps.max_turns = 10;
+    s = turn(&s, &["q0"], vec![hits(&["a"])], false, 2_000);
+    s = turn(&s, &["q1"], vec![hits(&["a"])], false, 2_000);
+    assert_eq!(s.phase, Phase::Planning);
+    s = turn(&s, &["q2"], vec![hits(&["a"])], false, 2_000);
+    assert_eq!(s.stop_reason, Some(TerminationReason::NoNewInformation));
+}
+
+#[test]
+fn parallel_actions_join_when_the_last_slot_is_recorded() {
+    let s = apply_plan(&state(), NextStep { rationale: String::new(), actions: vec![search("x"), search("y")] }, None).unwrap();
+    assert_eq!(s.phase, Phase::Acting { pending: vec![0, 1] });
+    let work: Vec<_> = next_messages(&s).into_iter().filter(|o| matches!(o, Outbound::Work(_))).collect();
+    assert_eq!(work.len(), 2, "two work messages fan out");
+    // Slot 1 finishes first.
+    let s = apply_outcome(&s, 1, hits(&["b"]), 1).unwrap();
+    assert_eq!(s.phase, Phase::Acting { pending: vec![0] });
+    assert!(expects(&s, &item(&s, Stage::Retrieve, 0)));
+    assert!(!expects(&s, &item(&s, Stage::Retrieve, 1)), "slot 1 is recorded: a redelivery is a duplicate");
+    let s = apply_outcome(&s, 0, hits(&["a", "b"]), 1).unwrap();
+    assert_eq!(s.phase, Phase::Grading);
+    assert_eq!(s.cards.len(), 2, "the shared hit becomes one card");
+    assert_eq!(s.turns[0].outcomes.iter().map(|o| o.slot).collect::<Vec<_>>(), vec![0, 1]);
+}
+
+#[test]
+fn expects_recognises_stale_and_foreign_work() {
+    let s = state();
+    assert!(expects(&s, &item(&s, Stage::Planner, 0)));
+    assert!(!expects(&s, &item(&s, Stage::Grader, 0)), "wrong stage for the phase");
+    let mut later = item(&s, Stage::Planner, 0);
+    later.envelope.turn = 2;
+    assert!(!expects(&s, &later), "wrong turn");
+}
+
+#[test]
+fn planner_final_and_clarify_skip_to_synthesis() {
+    let s = apply_plan(&state(), NextStep::single("done", Action::Final {}), None).unwrap();
+    assert_eq!((s.phase.clone(), s.stop_reason), (Phase::Synthesizing, Some(TerminationReason::PlannerFinal)));
+    let bad = NextStep { rationale: String::new(), actions: vec![search("a"), search("b"), search("c")] };
+    assert!(matches!(apply_plan(&state(), bad, None), Err(TransitionError::InvalidStep(_))));
+}
+
+#[test]
+fn deadline_stops_retrieval_but_not_synthesis() {
+    let s = state();
+    assert!(apply_deadline(&s, 5_000).is_none());
+    let stopped = apply_deadline(&s, 10_000).unwrap();
+    assert_eq!(stopped.stop_reason, Some(TerminationReason::Deadline));
+    assert!(apply_deadline(&stopped, 99_000).is_none(), "synthesis still runs after the deadline");
+}
+
+#[test]
+fn next_messages_is_a_function_of_the_state() {
+    let s = turn(&state(), &["luffy"], vec![hits(&["a"])], true, 2_000);
+    assert_eq!(next_messages(&s), next_messages(&s.clone()));
+    let kinds: Vec<_> = next_messages(&s)
+        .into_iter()
+        .map(|o| match o {
+            Outbound::Work(w) => format!("work {}", w.stage),
+            Outbound::Event(e) => format!("event {}", e.kind.as_str()),
+            Outbound::Reply(..) => "reply".into(),
+        })
+        .collect();
+    assert_eq!(kinds, vec!["event graded", "work synthesizer"]);
+}
+
+#[test]
+fn a_failure_ends_the_request_once() {
+    let s = state();
+    let err = sleuth_messages::ErrorResponse::new(sleuth_messages::ErrorKind::DeadLetter, "boom");
+    let done = apply_failure(&s, err.clone(), 5).unwrap();
+    assert_eq!(done.phase, Phase::Done);
+    assert!(apply_failure(&done, err, 6).is_none(), "the first ending wins");
+    let finals = next_messages(&done).into_iter().filter(|o| matches!(o, Outbound::Event(e) if e.kind == EventKind::Final)).count();
+    assert_eq!(finals, 1);
+}

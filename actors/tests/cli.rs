@@ -1,0 +1,80 @@
+//! The `sleuth` binary as a user runs it: the README's first command on a fresh data directory, `--json`,
+//! configuration errors, and idempotent ingestion.
+
+use std::process::{Command, Output};
+
+fn sleuth(data_dir: &std::path::Path, args: &[&str], env: &[(&str, &str)]) -> Output {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_sleuth"));
+    cmd.args(args)
+        .env("SLEUTH__DATA_DIR", data_dir)
+        .env_remove("SLEUTH__NATS__URL")
+        .env_remove("NATS_URL")
+        .env_remove("SLEUTH_CONFIG");
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    cmd.output().expect("sleuth runs")
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).to_string()
+}
+
+#[test]
+fn ask_on_a_fresh_data_dir_prints_a_cited_answer() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = sleuth(dir.path(), &["ask", "Which anime is Luffy in?"], &[]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let text = stdout(&out);
+    assert!(text.contains("Citations:") && text.contains("[1]") || text.contains("[2]"), "{text}");
+    assert!(text.contains("One Piece"), "{text}");
+    assert!(text.contains("stopped: sufficient"), "{text}");
+}
+
+#[test]
+fn ask_json_prints_the_raw_response() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = sleuth(dir.path(), &["ask", "--json", "How is Luffy related to Nami?"], &[]);
+    assert!(out.status.success());
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json output");
+    let citations = json["outcome"]["answer"]["citations"].as_array().expect("citations");
+    let cited: Vec<&str> = citations.iter().filter_map(|c| c["doc_id"].as_str()).collect();
+    assert!(cited.contains(&"nami"), "{cited:?}");
+    assert!(json["turns"].as_array().is_some_and(|t| !t.is_empty()));
+}
+
+#[test]
+fn a_bad_configuration_value_is_reported_with_its_key() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = sleuth(dir.path(), &["ask", "x"], &[("SLEUTH__STAGES__WORKERS", "0")]);
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("stages.workers"));
+    let out = sleuth(dir.path(), &["ask", "x"], &[("SLEUTH__NATS__NOPE", "1")]);
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("nope"), "{}", String::from_utf8_lossy(&out.stderr));
+}
+
+#[test]
+fn ingesting_the_same_documents_twice_changes_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let docs = dir.path().join("docs.jsonl");
+    let write = |second: &str| {
+        std::fs::write(
+            &docs,
+            format!("{{\"id\":\"a\",\"title\":\"Alpha\",\"text\":\"The alpha document.\"}}\n{{\"id\":\"b\",\"title\":\"Beta\",\"text\":\"{second}\"}}\n"),
+        )
+        .unwrap()
+    };
+    write("The beta document.");
+    let data = dir.path().join("data");
+    let first = stdout(&sleuth(&data, &["ingest", "docs", docs.to_str().unwrap()], &[]));
+    assert!(first.contains("2 new, 0 replaced, 0 unchanged"), "{first}");
+    let again = stdout(&sleuth(&data, &["ingest", "docs", docs.to_str().unwrap()], &[]));
+    assert!(again.contains("0 new, 0 replaced, 2 unchanged"), "{again}");
+    write("The beta document, revised.");
+    let changed = stdout(&sleuth(&data, &["ingest", "docs", docs.to_str().unwrap()], &[]));
+    assert!(changed.contains("0 new, 1 replaced, 1 unchanged"), "{changed}");
+    let bad = sleuth(&data, &["ingest", "docs", "/nonexistent/file.jsonl"], &[]);
+    assert!(!bad.status.success());
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("does not exist"));
+}

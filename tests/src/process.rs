@@ -1,0 +1,146 @@
+//! Real `sleuth serve` processes: built once with cargo, started with a test's own subjects and data directory,
+//! and killed with SIGKILL when the test says so.
+
+use std::{
+    io::{BufRead, BufReader},
+    path::{Path, PathBuf},
+    process::{Child, Command, Stdio},
+    sync::{mpsc, OnceLock},
+    time::Duration,
+};
+
+/// The `sleuth` binary: `SLEUTH_BIN`, or the one `cargo test --workspace` builds next to the test executables
+/// (sleuth-actors has integration tests, so cargo builds its binary before running any test).
+pub fn sleuth_bin() -> PathBuf {
+    static BIN: OnceLock<PathBuf> = OnceLock::new();
+    BIN.get_or_init(|| {
+        if let Some(bin) = std::env::var_os("SLEUTH_BIN") {
+            return PathBuf::from(bin);
+        }
+        let exe = std::env::current_exe().expect("test executable path");
+        let dir = exe.parent().and_then(Path::parent).expect("target directory");
+        let bin = dir.join(format!("sleuth{}", std::env::consts::EXE_SUFFIX));
+        assert!(
+            bin.exists(),
+            "the sleuth binary is missing at {}: run the tests with `cargo test --workspace` (which builds it) or set SLEUTH_BIN",
+            bin.display()
+        );
+        bin
+    })
+    .clone()
+}
+
+/// One deployment's settings, shared by every process of a test.
+#[derive(Clone, Debug)]
+pub struct Deployment {
+    pub nats_url: String,
+    pub prefix: String,
+    pub suffix: String,
+    pub data_dir: PathBuf,
+    /// Extra `SLEUTH__…` variables for every process.
+    pub env: Vec<(String, String)>,
+}
+
+impl Deployment {
+    pub fn new(nats_url: &str, name: &str, data_dir: &Path) -> Deployment {
+        Deployment {
+            nats_url: nats_url.to_string(),
+            prefix: format!("sleuthtest.{name}"),
+            suffix: format!("_{name}"),
+            data_dir: data_dir.to_path_buf(),
+            env: Vec::new(),
+        }
+    }
+
+    /// The environment a `sleuth` process of this deployment runs with.
+    pub fn vars(&self) -> Vec<(String, String)> {
+        let mut vars = vec![
+            ("SLEUTH__NATS__URL".to_string(), self.nats_url.clone()),
+            ("SLEUTH__NATS__PREFIX".to_string(), self.prefix.clone()),
+            ("SLEUTH__NATS__SUFFIX".to_string(), self.suffix.clone()),
+            ("SLEUTH__DATA_DIR".to_string(), self.data_dir.display().to_string()),
+        ];
+        vars.extend(self.env.iter().cloned());
+        vars
+    }
+
+    /// The same names as the processes use, for the test's own NATS calls.
+    pub fn config(&self) -> sleuth_actors::config::Config {
+        let mut config = sleuth_actors::config::Config::default();
+        config.nats.url = Some(self.nats_url.clone());
+        config.nats.prefix = self.prefix.clone();
+        config.nats.suffix = self.suffix.clone();
+        config.data_dir = Some(self.data_dir.clone());
+        for (k, v) in &self.env {
+            if k == "SLEUTH__NATS__ACK_WAIT_MS" {
+                config.nats.ack_wait_ms = v.parse().expect("ack wait");
+            }
+        }
+        config
+    }
+}
+
+/// A running `sleuth serve` process. Dropping it kills it.
+pub struct ServeProcess {
+    pub stages: String,
+    child: Child,
+}
+
+impl ServeProcess {
+    /// Starts `sleuth serve --stages <stages>` and waits until it reports that it is serving.
+    pub fn start(deployment: &Deployment, stages: &str, extra_env: &[(&str, &str)]) -> ServeProcess {
+        let mut cmd = Command::new(sleuth_bin());
+        cmd.args(["serve", "--stages", stages])
+            .env_remove("SLEUTH_CONFIG")
+            .env("RUST_LOG", "info")
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped());
+        for (k, v) in deployment.vars() {
+            cmd.env(k, v);
+        }
+        for (k, v) in extra_env {
+            cmd.env(k, v);
+        }
+        let mut child = cmd.spawn().unwrap_or_else(|e| panic!("cannot start sleuth serve: {e}"));
+        let stderr = child.stderr.take().expect("piped stderr");
+        let (tx, rx) = mpsc::channel();
+        let label = stages.to_string();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+                if line.contains("serving; ctrl-c") {
+                    let _ = tx.send(());
+                }
+                if std::env::var_os("SLEUTH_TEST_LOGS").is_some() {
+                    eprintln!("[{label}] {line}");
+                }
+            }
+        });
+        if rx.recv_timeout(Duration::from_secs(60)).is_err() {
+            let _ = child.kill();
+            let status = child.wait().ok();
+            panic!("sleuth serve --stages {stages} did not become ready within 60 s (exit: {status:?}); rerun with SLEUTH_TEST_LOGS=1");
+        }
+        ServeProcess { stages: stages.to_string(), child }
+    }
+
+    /// SIGKILL: no shutdown hooks, no acks, exactly like a crashed pod.
+    pub fn kill(mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Drop for ServeProcess {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Every stage in its own process.
+pub fn start_all_separately(deployment: &Deployment) -> Vec<ServeProcess> {
+    ["retrieve", "synthesizer", "grader", "planner", "intake"]
+        .into_iter()
+        .map(|stage| ServeProcess::start(deployment, stage, &[]))
+        .collect()
+}

@@ -1,0 +1,122 @@
+//! End to end over NATS: every stage in its own `sleuth serve` process against a real nats-server.
+
+use std::time::Duration;
+
+use sleuth_actors::{client, node::Node};
+use sleuth_messages::{
+    codec, AskReply, AskRequest, Encoding, Envelope, EventKind, Outcome, Phase, Stage, WorkItem, SCHEMA_VERSION,
+};
+use sleuth_tests::{events_of, nats::nats_server, process::*, stored_state, unique};
+
+const QUESTION: &str = "Which anime is Luffy in?";
+
+fn answer(reply: &AskReply) -> (String, Vec<String>) {
+    match &reply.outcome {
+        Outcome::Answer(a) => (a.answer.clone(), a.citations.iter().map(|c| c.doc_id.clone()).collect()),
+        Outcome::Error(e) => panic!("expected an answer, got {e}"),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_stage_in_its_own_process_answers_like_embedded() {
+    let nats = nats_server();
+    let dir = tempfile::tempdir().unwrap();
+    let name = unique("e2e");
+    let deployment = Deployment::new(&nats.url, &name, &dir.path().join("cluster"));
+    let _processes = start_all_separately(&deployment);
+    let config = deployment.config();
+
+    let remote = client::ask_remote(&nats.url, &config.subjects(), AskRequest::new(QUESTION), Duration::from_secs(30), None)
+        .await
+        .expect("answer over nats");
+
+    let mut embedded_config = sleuth_actors::config::Config::default();
+    embedded_config.data_dir = Some(dir.path().join("embedded"));
+    let node = Node::embedded(embedded_config).await.expect("embedded node");
+    let local = node.ask(AskRequest::new(QUESTION), None).await.expect("embedded answer");
+    node.shutdown().await;
+
+    assert_eq!(answer(&remote), answer(&local), "the same question gives the same answer both ways");
+    let (text, cited) = answer(&remote);
+    assert!(cited.contains(&"monkey-d-luffy".to_string()) || cited.contains(&"one-piece".to_string()), "{cited:?}");
+    assert!(text.contains("[1]") || text.contains("[2]"), "{text}");
+
+    // The KV bucket holds the request's state with every turn recorded.
+    let request_id = remote.request_id.expect("request id");
+    let state = stored_state(&config, request_id).await.expect("state in kv");
+    assert_eq!(state.phase, Phase::Done);
+    assert_eq!(state.turns.len(), remote.turns.len());
+    assert!(state.turns.iter().all(|t| t.report.is_some() || t.step.is_terminal()));
+
+    // Exactly one final event.
+    let events = events_of(&config, request_id, Duration::from_millis(500)).await;
+    assert_eq!(events.iter().filter(|e| e.kind == EventKind::Final).count(), 1);
+    assert_eq!(events.first().map(|e| e.kind), Some(EventKind::Accepted));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn json_request_gets_a_json_reply_and_bad_input_a_typed_error() {
+    let nats = nats_server();
+    let dir = tempfile::tempdir().unwrap();
+    let deployment = Deployment::new(&nats.url, &unique("json"), dir.path());
+    let _all = ServeProcess::start(&deployment, "all", &[]);
+    let subjects = deployment.config().subjects();
+    let client = async_nats::connect(&nats.url).await.unwrap();
+
+    let reply = tokio::time::timeout(
+        Duration::from_secs(30),
+        client.request(subjects.ask(), format!(r#"{{"query":"{QUESTION}"}}"#).into()),
+    )
+    .await
+    .expect("reply in time")
+    .expect("reply");
+    assert_eq!(reply.payload.first(), Some(&b'{'), "a JSON request is answered in JSON");
+    let (parsed, encoding) = codec::decode::<AskReply>(&reply.payload).unwrap();
+    assert_eq!(encoding, Encoding::Json);
+    answer(&parsed);
+
+    for (payload, kind) in [
+        (&br#"{"query": "   "}"#[..], "invalid_input"),
+        (&br#"{"query": 42}"#[..], "malformed"),
+        (&br#"{"query": "x", "schema_version": 9}"#[..], "unsupported_version"),
+    ] {
+        let reply = client.request(subjects.ask(), payload.to_vec().into()).await.expect("error reply");
+        let json: serde_json::Value = serde_json::from_slice(&reply.payload).expect("json error");
+        assert_eq!(json["outcome"]["error"]["type"], kind, "{json}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn duplicate_work_message_has_exactly_one_effect() {
+    let nats = nats_server();
+    let dir = tempfile::tempdir().unwrap();
+    let deployment = Deployment::new(&nats.url, &unique("dup"), dir.path());
+    let _all = ServeProcess::start(&deployment, "all", &[]);
+    let config = deployment.config();
+    let reply = client::ask_remote(&nats.url, &config.subjects(), AskRequest::new(QUESTION), Duration::from_secs(30), None)
+        .await
+        .unwrap();
+    let request_id = reply.request_id.unwrap();
+    let before = stored_state(&config, request_id).await.unwrap();
+
+    // Re-deliver turn 1's planner and grader work with fresh message ids, so JetStream's de-duplication
+    // cannot help: only the stages' own idempotence stands between these and a second effect.
+    let js = async_nats::jetstream::new(async_nats::connect(&nats.url).await.unwrap());
+    for (stage, n) in [(Stage::Planner, "a"), (Stage::Grader, "b")] {
+        let item = WorkItem {
+            envelope: Envelope { schema_version: SCHEMA_VERSION, request_id, turn: 1, step: 0, deadline_ms: before.deadline_ms, attempt: 0 },
+            stage,
+        };
+        let publish = async_nats::jetstream::message::PublishMessage::build()
+            .payload(codec::encode(&item, Encoding::MsgPack).unwrap().into())
+            .message_id(format!("{}:replay:{n}", item.msg_id()));
+        js.send_publish(config.subjects().work(stage, request_id), publish).await.unwrap().await.unwrap();
+    }
+
+    let events = events_of(&config, request_id, Duration::from_secs(2)).await;
+    let after = stored_state(&config, request_id).await.unwrap();
+    assert_eq!(after.turns, before.turns, "no turn was re-applied");
+    assert_eq!(after.outcome, before.outcome, "the answer is unchanged");
+    assert_eq!(after.counters.duplicates_skipped, 2, "both duplicates were seen and skipped");
+    assert_eq!(events.iter().filter(|e| e.kind == EventKind::Final).count(), 1, "still exactly one final event");
+}
