@@ -5,6 +5,8 @@ pub mod dead_letters;
 pub mod handler;
 pub mod supervisor;
 pub mod worker;
+#[cfg(test)]
+mod tests;
 
 use std::{
     collections::BTreeMap,
