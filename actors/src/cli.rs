@@ -50,6 +50,15 @@ pub enum Command {
     },
     /// Follow a request's events (distributed mode)
     Watch { request_id: uuid::Uuid },
+    /// Measure end-to-end latency: embedded, or through the cluster when a NATS URL is set
+    Bench {
+        /// Questions, asked round-robin (default: a few about the demo corpus)
+        questions: Vec<String>,
+        #[arg(long, default_value_t = 200)]
+        requests: usize,
+        #[arg(long, default_value_t = 1)]
+        concurrency: usize,
+    },
 }
 
 #[derive(Debug, Subcommand)]
@@ -122,6 +131,18 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             let summary = ingest::ingest(&*index, docs, config.retrieval.chunk_words, config.retrieval.chunk_overlap_words, true).await?;
             let secs = started.elapsed().as_secs_f64();
             println!("{summary} in {secs:.2} s ({:.0} documents/s)", summary.documents as f64 / secs.max(1e-9));
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Bench { questions, requests, concurrency } => {
+            let questions = if questions.is_empty() {
+                ["Which anime is Luffy in?", "How is Luffy related to Nami?", "Who directed Spirited Away?", "Compare Naruto and Bleach"]
+                    .map(String::from)
+                    .to_vec()
+            } else {
+                questions
+            };
+            let report = crate::bench::run(config, questions, requests, concurrency).await?;
+            println!("{report}");
             Ok(ExitCode::SUCCESS)
         }
         Command::Watch { request_id } => {

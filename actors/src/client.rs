@@ -13,11 +13,22 @@ use sleuth_messages::{
 pub async fn ask_remote(
     url: &str,
     subjects: &Subjects,
+    request: AskRequest,
+    timeout: Duration,
+    on_event: Option<&mut (dyn FnMut(&Event) + Send)>,
+) -> anyhow::Result<AskReply> {
+    let client = crate::bus::nats::connect(url, "sleuth ask").await?;
+    ask_with(&client, subjects, request, timeout, on_event).await
+}
+
+/// [`ask_remote`] on an existing connection.
+pub async fn ask_with(
+    client: &async_nats::Client,
+    subjects: &Subjects,
     mut request: AskRequest,
     timeout: Duration,
     mut on_event: Option<&mut (dyn FnMut(&Event) + Send)>,
 ) -> anyhow::Result<AskReply> {
-    let client = crate::bus::nats::connect(url, "sleuth ask").await?;
     let request_id = *request.request_id.get_or_insert_with(uuid::Uuid::now_v7);
     // Core subscription: JetStream messages are ordinary NATS messages too, so progress arrives live.
     let mut events = client.subscribe(subjects.events(request_id)).await.context("cannot subscribe to events")?;

@@ -1,0 +1,107 @@
+//! `sleuth bench`: sends questions through the pipeline (embedded, or the cluster when a NATS URL is set) with
+//! bounded concurrency and reports latency percentiles. It measures; it never fails on timing.
+
+use std::{sync::Arc, time::{Duration, Instant}};
+
+use futures::StreamExt;
+use sleuth_messages::{AskRequest, Outcome};
+
+use crate::{client, config::Config, node::Node};
+
+/// What one run measured.
+#[derive(Debug, Clone)]
+pub struct BenchReport {
+    pub mode: &'static str,
+    pub requests: usize,
+    pub concurrency: usize,
+    pub errors: usize,
+    pub wall: Duration,
+    /// Client-observed latency of each successful request, sorted.
+    pub latencies: Vec<Duration>,
+}
+
+impl BenchReport {
+    pub fn percentile(&self, p: f64) -> Duration {
+        if self.latencies.is_empty() {
+            return Duration::ZERO;
+        }
+        let i = ((self.latencies.len() - 1) as f64 * p).round() as usize;
+        self.latencies[i]
+    }
+}
+
+impl std::fmt::Display for BenchReport {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let ms = |d: Duration| d.as_secs_f64() * 1000.0;
+        write!(
+            f,
+            "{} · {} requests, concurrency {} · {} errors · p50 {:.2} ms · p95 {:.2} ms · p99 {:.2} ms · max {:.2} ms · {:.0} req/s",
+            self.mode,
+            self.requests,
+            self.concurrency,
+            self.errors,
+            ms(self.percentile(0.50)),
+            ms(self.percentile(0.95)),
+            ms(self.percentile(0.99)),
+            ms(self.latencies.last().copied().unwrap_or_default()),
+            self.requests as f64 / self.wall.as_secs_f64().max(1e-9),
+        )
+    }
+}
+
+/// Asks `questions` round-robin, `requests` times in all, `concurrency` at a time.
+pub async fn run(config: Config, questions: Vec<String>, requests: usize, concurrency: usize) -> anyhow::Result<BenchReport> {
+    anyhow::ensure!(!questions.is_empty(), "bench needs at least one question");
+    let concurrency = concurrency.max(1);
+    let timeout = Duration::from_millis(config.loop_.timeout_ms + 5_000);
+    let mode = if config.nats.url.is_some() { "nats" } else { "embedded" };
+    let started = Instant::now();
+    let results: Vec<Option<Duration>> = match config.nats.url.clone() {
+        Some(url) => {
+            let client = crate::bus::nats::connect(&url, "sleuth bench").await?;
+            let subjects = config.subjects();
+            futures::stream::iter(0..requests)
+                .map(|i| {
+                    let (client, subjects, q) = (client.clone(), subjects.clone(), questions[i % questions.len()].clone());
+                    async move {
+                        let t = Instant::now();
+                        let reply = client::ask_with(&client, &subjects, AskRequest::new(q), timeout, None).await.ok()?;
+                        matches!(reply.outcome, Outcome::Answer(_)).then(|| t.elapsed())
+                    }
+                })
+                .buffer_unordered(concurrency)
+                .collect()
+                .await
+        }
+        None => {
+            let node = Arc::new(Node::embedded(config).await?);
+            let out = futures::stream::iter(0..requests)
+                .map(|i| {
+                    let (node, q) = (node.clone(), questions[i % questions.len()].clone());
+                    async move {
+                        let t = Instant::now();
+                        let reply = node.ask(AskRequest::new(q), None).await.ok()?;
+                        matches!(reply.outcome, Outcome::Answer(_)).then(|| t.elapsed())
+                    }
+                })
+                .buffer_unordered(concurrency)
+                .collect()
+                .await;
+            if let Ok(node) = Arc::try_unwrap(node) {
+                node.shutdown().await;
+            }
+            out
+        }
+    };
+    let wall = started.elapsed();
+    let mut latencies: Vec<Duration> = results.iter().flatten().copied().collect();
+    latencies.sort();
+    Ok(BenchReport {
+        mode,
+        requests,
+        concurrency,
+        errors: results.iter().filter(|r| r.is_none()).count(),
+        wall,
+        latencies,
+    })
+}
