@@ -159,6 +159,8 @@ impl Config {
         }
         figment = figment.merge(Env::prefixed("SLEUTH__").split("__"));
         let mut config: Config = figment.extract().map_err(Box::new)?;
+        // An empty variable means unset, as in most tools: `SLEUTH__NATS__URL= sleuth ask …` runs embedded.
+        config.nats.url = config.nats.url.filter(|u| !u.trim().is_empty());
         if config.nats.url.is_none()
             && let Ok(url) = std::env::var("NATS_URL")
             && !url.is_empty()
