@@ -42,6 +42,9 @@ pub async fn ask_with(
             tokio::select! {
                 reply = replies.next() => {
                     let reply = reply.context("reply inbox closed")?;
+                    if reply.status == Some(async_nats::StatusCode::NO_RESPONDERS) {
+                        anyhow::bail!("nothing answers {}: start the stages with `sleuth serve --stages all`", subjects.ask());
+                    }
                     return Ok(codec::decode::<AskReply>(&reply.payload)?.0);
                 }
                 Some(event) = events.next() => {

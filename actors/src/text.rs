@@ -70,12 +70,22 @@ pub fn mentions(haystack: &str, needle: &str) -> bool {
     false
 }
 
+/// True when the text before a period ends in an initial ("Monkey D.") or a common abbreviation ("Dr.").
+fn is_abbreviation(before: &str) -> bool {
+    let word = before.rsplit(|c: char| c.is_whitespace()).next().unwrap_or("");
+    let single_initial = word.chars().count() == 1 && word.chars().all(char::is_uppercase);
+    single_initial || ["Mr", "Mrs", "Ms", "Dr", "St", "Jr", "Sr", "vs", "etc", "e.g", "i.e"].contains(&word)
+}
+
 /// Splits prose into sentences at `.`, `!` or `?` followed by white space.
 pub fn sentences(text: &str) -> Vec<&str> {
     let mut out = Vec::new();
     let mut start = 0;
     let bytes = text.as_bytes();
     for (i, c) in text.char_indices() {
+        if c == '.' && is_abbreviation(&text[start..i]) {
+            continue;
+        }
         if matches!(c, '.' | '!' | '?') && bytes.get(i + 1).is_none_or(|b| b.is_ascii_whitespace()) {
             let s = text[start..=i].trim();
             if !s.is_empty() {
@@ -173,6 +183,7 @@ mod tests {
     fn sentences_split_on_terminal_punctuation() {
         assert_eq!(sentences("One. Two! Three? Four"), vec!["One.", "Two!", "Three?", "Four"]);
         assert_eq!(sentences("Version 1.5 is out."), vec!["Version 1.5 is out."]);
+        assert_eq!(sentences("Monkey D. Luffy sails. Dr. Kureha heals."), vec!["Monkey D. Luffy sails.", "Dr. Kureha heals."]);
     }
 
     #[test]

@@ -120,3 +120,13 @@ async fn duplicate_work_message_has_exactly_one_effect() {
     assert_eq!(after.counters.duplicates_skipped, 2, "both duplicates were seen and skipped");
     assert_eq!(events.iter().filter(|e| e.kind == EventKind::Final).count(), 1, "still exactly one final event");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn asking_a_cluster_with_no_stages_fails_with_a_hint() {
+    let nats = nats_server();
+    let subjects = sleuth_messages::subjects::Subjects::new("sleuthtest.nobody", "_nobody");
+    let err = client::ask_remote(&nats.url, &subjects, AskRequest::new(QUESTION), Duration::from_secs(30), None)
+        .await
+        .expect_err("no intake is listening");
+    assert!(err.to_string().contains("sleuth serve"), "{err}");
+}

@@ -95,14 +95,19 @@ pub fn synthesize(state: &LoopState) -> AgentResponse {
         .cards
         .iter()
         .filter_map(|card| {
+            // On equal scores the earlier sentence wins: lead sentences tend to define their subject.
             text::sentences(&card.hit.text)
                 .into_iter()
-                .map(|s| (sentence_score(s, card, &stems, &a.entities), card, s))
+                .enumerate()
+                .map(|(i, s)| (sentence_score(s, card, &stems, &a.entities) - 0.01 * i as f32, card, s))
                 .max_by(|x, y| x.0.total_cmp(&y.0))
         })
         .filter(|(score, _, _)| *score > 0.0)
         .collect();
     best.sort_by(|x, y| y.0.total_cmp(&x.0).then(y.1.hit.score.total_cmp(&x.1.hit.score)));
+    // Quote only sentences that come close to the best one.
+    let floor = best.first().map_or(0.0, |b| b.0 * 0.5);
+    best.retain(|b| b.0 >= floor);
     best.truncate(MAX_SENTENCES);
     if best.is_empty() {
         let card = &state.cards[0];
