@@ -48,6 +48,19 @@ pub enum Command {
         #[command(subcommand)]
         what: IngestCommand,
     },
+    /// Score retrieval against gold titles: questions [{id, question, gold_titles, multihop}]
+    Eval {
+        questions: PathBuf,
+        /// Ingest this corpus (JSONL) first, into an index of its own under the data directory
+        #[arg(long)]
+        corpus: Option<PathBuf>,
+        /// One retrieval pass per question instead of the loop
+        #[arg(long)]
+        single_pass: bool,
+        /// Print the report as JSON
+        #[arg(long)]
+        json: bool,
+    },
     /// Follow a request's events (distributed mode)
     Watch { request_id: uuid::Uuid },
     /// Measure end-to-end latency: embedded, or through the cluster when a NATS URL is set
@@ -131,6 +144,17 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             let summary = ingest::ingest(&*index, docs, config.retrieval.chunk_words, config.retrieval.chunk_overlap_words, true).await?;
             let secs = started.elapsed().as_secs_f64();
             println!("{summary} in {secs:.2} s ({:.0} documents/s)", summary.documents as f64 / secs.max(1e-9));
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Eval { questions, corpus, single_pass, json } => {
+            let questions = crate::eval::read_questions(&questions)?;
+            let scored = crate::eval::run(config, questions, corpus.as_deref(), single_pass).await?;
+            let mode = if single_pass { "single pass (bm25)" } else { "loop (deterministic, bm25)" };
+            if json {
+                println!("{}", serde_json::to_string_pretty(&crate::eval::to_json(&scored, mode))?);
+            } else {
+                print!("{}", crate::eval::render(&scored, mode));
+            }
             Ok(ExitCode::SUCCESS)
         }
         Command::Bench { questions, requests, concurrency } => {

@@ -10,6 +10,7 @@ pub mod cli;
 pub mod client;
 pub mod config;
 pub mod endpoint;
+pub mod eval;
 pub mod index;
 pub mod ingest;
 pub mod machine;

@@ -4,7 +4,10 @@
 use async_trait::async_trait;
 use sleuth_messages::{CheckOutcome, LoopState, Stage, SufficiencyReport, WorkItem};
 
-use super::{planner, StageLogic};
+use super::{
+    bridge::{bridge_groups, needs_bridge, BridgeGroup},
+    StageLogic,
+};
 use crate::{machine, telemetry, text};
 
 pub struct Grader;
@@ -65,19 +68,21 @@ pub fn grade(state: &LoopState) -> SufficiencyReport {
     checks.push(check("literals_present", absent.is_empty(), format!("absent {absent:?}")));
     missing.extend(absent);
 
-    if planner::needs_bridge(state) {
-        let bridges = planner::bridge_entities(state);
-        let followed = bridges.iter().find(|b| state.cards.iter().any(|c| text::mentions(&c.hit.title, b) || text::mentions(b, &c.hit.title)));
-        let passed = followed.is_some() || bridges.is_empty() && state.turn > 1;
-        let detail = match followed {
-            Some(b) => format!("followed {b}"),
-            None if bridges.is_empty() => "no related entity named in the evidence".to_string(),
-            None => format!("not yet followed: {bridges:?}"),
+    if needs_bridge(state) {
+        // Every anchor that names a related entity must have one of those entities followed.
+        let groups = bridge_groups(state);
+        let followed = |name: &String| state.cards.iter().any(|c| text::mentions(&c.hit.title, name) || text::mentions(name, &c.hit.title));
+        let open: Vec<&BridgeGroup> = groups.iter().filter(|g| !g.names.is_empty() && !g.names.iter().any(followed)).collect();
+        let passed = if groups.iter().all(|g| g.names.is_empty()) { state.turn > 1 } else { open.is_empty() };
+        let detail = if passed {
+            format!("followed {:?}", groups.iter().filter_map(|g| g.names.iter().find(|n| followed(n))).collect::<Vec<_>>())
+        } else if open.is_empty() {
+            "no related entity named in the evidence".to_string()
+        } else {
+            format!("not yet followed: {:?}", open.iter().map(|g| &g.names).collect::<Vec<_>>())
         };
         checks.push(check("bridge_followed", passed, detail));
-        if !passed && let Some(first) = bridges.first() {
-            missing.push(first.clone());
-        }
+        missing.extend(open.iter().filter_map(|g| g.names.first().cloned()));
     }
 
     let new_cards: u32 = state.turns.last().map(|t| t.outcomes.iter().map(|o| o.new_cards).sum()).unwrap_or(0);

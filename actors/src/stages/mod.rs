@@ -1,6 +1,7 @@
 //! The stages of the loop, one file each. A stage's logic is a [`StageLogic`]: given the loop state and the work
 //! item, compute the next state. The runtime (`runtime/handler.rs`) does everything else: loading, CAS, publishing.
 
+pub mod bridge;
 pub mod grader;
 pub mod intake;
 pub mod planner;

@@ -10,7 +10,10 @@ use sleuth_messages::{
     Action, EntityType, JsonMap, LoopState, NextStep, PlannerState, QueryType, SearchIntent, Stage, WorkItem,
 };
 
-use super::{intake::RELATION_NOUNS, StageLogic};
+use super::{
+    bridge::{bridge_groups, needs_bridge},
+    StageLogic,
+};
 use crate::{machine, text};
 
 pub struct Planner;
@@ -34,11 +37,6 @@ pub fn min_sources(state: &LoopState) -> u32 {
     let a = &state.analysis;
     let relational = matches!(a.query_type, QueryType::Comparative | QueryType::Relational) && a.entities.len() >= 2;
     if relational || needs_bridge(state) { 2 } else { 1 }
-}
-
-/// True when the question asks about something related to a named entity ("Lothair II's mother").
-pub fn needs_bridge(state: &LoopState) -> bool {
-    state.analysis.keywords.iter().any(|k| RELATION_NOUNS.contains(&k.as_str()))
 }
 
 /// The plan for the whole request, emitted once (seed 003 PlannerState).
@@ -149,10 +147,19 @@ pub fn next_step(state: &LoopState) -> NextStep {
             }
         }
     }
-    if queries.is_empty()
-        && let Some(name) = bridge_entities(state).into_iter().find(|n| fresh(n))
-    {
-        queries.push((name.clone(), format!("follow {name}, named in the evidence, which the question needs")));
+    // Unexplored bridges, best of each anchor first, so "compare the directors of X and Y" follows both in
+    // parallel and a single anchor gets its two likeliest candidates tried at once.
+    let groups = bridge_groups(state);
+    let depth = groups.iter().map(|g| g.names.len()).max().unwrap_or(0);
+    for rank in 0..depth {
+        for group in &groups {
+            if let Some(name) = group.names.get(rank)
+                && fresh(name)
+                && !queries.iter().any(|(q, _)| q.eq_ignore_ascii_case(name))
+            {
+                queries.push((name.clone(), format!("follow {name}, named in {}, which the question needs", group.anchor)));
+            }
+        }
     }
     let zero_last = last.is_some_and(|t| t.outcomes.iter().all(|o| o.result.hit_count() == 0));
     if queries.is_empty() && zero_last {
@@ -167,36 +174,4 @@ pub fn next_step(state: &LoopState) -> NextStep {
     queries.truncate(sleuth_messages::MAX_PARALLEL_ACTIONS);
     let rationale = queries.iter().map(|(_, r)| r.as_str()).collect::<Vec<_>>().join("; ");
     NextStep { rationale, actions: queries.into_iter().map(|(q, r)| search(r, q)).collect() }
-}
-
-/// Names in the retrieved cards that the question needs but does not itself name: names in sentences of the
-/// cards about the question's entities (its "anchor" cards) that also mention one of the question's other words.
-pub fn bridge_entities(state: &LoopState) -> Vec<String> {
-    let a = &state.analysis;
-    let relation_words: Vec<&String> =
-        a.keywords.iter().filter(|k| !a.entities.iter().any(|e| text::mentions(e, k))).collect();
-    let mut anchors: Vec<_> = state
-        .cards
-        .iter()
-        .filter(|c| a.entities.is_empty() || a.entities.iter().any(|e| text::mentions(&c.hit.title, e) || text::mentions(e, &c.hit.title)))
-        .collect();
-    anchors.sort_by(|x, y| y.hit.score.total_cmp(&x.hit.score));
-    anchors.truncate(if a.entities.is_empty() { 1 } else { 3 });
-    let mut names = Vec::new();
-    for card in anchors {
-        for sentence in text::sentences(&card.hit.text) {
-            let stems: Vec<String> = text::tokens(sentence).iter().map(|t| text::stem(t).to_string()).collect();
-            if !relation_words.iter().any(|k| stems.iter().any(|s| s == text::stem(k))) {
-                continue;
-            }
-            for name in text::name_spans(sentence) {
-                let known = a.entities.iter().any(|e| text::mentions(e, &name) || text::mentions(&name, e))
-                    || text::mentions(&card.hit.title, &name);
-                if !known && !names.contains(&name) {
-                    names.push(name);
-                }
-            }
-        }
-    }
-    names
 }

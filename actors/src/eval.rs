@@ -1,0 +1,250 @@
+//! `sleuth eval QUESTIONS.json`: scores retrieval against gold titles, through the loop or as a single retrieval
+//! pass. Reports perfect retrieval@8 (every gold title among the 8 passages finally retrieved or cited), recall@k,
+//! MRR@10, the multi-hop subset, latency percentiles and the failed questions.
+
+use std::{path::Path, sync::Arc, time::{Duration, Instant}};
+
+use anyhow::Context;
+use serde_json::json;
+use sleuth_messages::{AskRequest, LoopState, Outcome};
+
+use crate::{
+    config::Config,
+    index::{HitFilter, VectorIndex},
+    ingest,
+    node::Node,
+};
+
+/// Passages a question is judged on (fast-graphrag's benchmark retrieves 8).
+pub const JUDGED: usize = 8;
+
+#[derive(Debug, Clone)]
+pub struct Question {
+    pub id: String,
+    pub question: String,
+    pub gold_titles: Vec<String>,
+    pub multihop: bool,
+}
+
+/// One question's result.
+#[derive(Debug, Clone)]
+pub struct Scored {
+    pub question: Question,
+    /// Titles in the order the system ranks them (cited first, then retrieved).
+    pub ranked: Vec<String>,
+    pub latency: Duration,
+}
+
+impl Scored {
+    fn judged(&self) -> &[String] {
+        &self.ranked[..self.ranked.len().min(JUDGED)]
+    }
+    pub fn missing(&self) -> Vec<&String> {
+        self.question.gold_titles.iter().filter(|g| !self.judged().contains(g)).collect()
+    }
+    pub fn perfect(&self) -> bool {
+        self.missing().is_empty()
+    }
+    pub fn recall(&self, k: usize) -> f64 {
+        let top = &self.ranked[..self.ranked.len().min(k)];
+        let found = self.question.gold_titles.iter().filter(|g| top.contains(g)).count();
+        found as f64 / self.question.gold_titles.len().max(1) as f64
+    }
+    pub fn reciprocal_rank(&self) -> f64 {
+        self.ranked.iter().take(10).position(|t| self.question.gold_titles.contains(t)).map_or(0.0, |i| 1.0 / (i + 1) as f64)
+    }
+}
+
+pub fn read_questions(path: &Path) -> anyhow::Result<Vec<Question>> {
+    let text = std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
+    let value: serde_json::Value = serde_json::from_str(&text).with_context(|| format!("{} is not JSON", path.display()))?;
+    let items = value.as_array().with_context(|| format!("{}: expected an array of questions", path.display()))?;
+    items
+        .iter()
+        .enumerate()
+        .map(|(i, q)| {
+            let field = |k: &str| q.get(k).and_then(|v| v.as_str()).map(str::to_string);
+            let at = || format!("{}: question {}", path.display(), i + 1);
+            Ok(Question {
+                id: field("id").unwrap_or_else(|| i.to_string()),
+                question: field("question").with_context(|| format!("{}: missing \"question\"", at()))?,
+                gold_titles: q
+                    .get("gold_titles")
+                    .and_then(|v| v.as_array())
+                    .with_context(|| format!("{}: missing \"gold_titles\"", at()))?
+                    .iter()
+                    .filter_map(|t| t.as_str().map(str::to_string))
+                    .collect(),
+                multihop: q.get("multihop").and_then(|v| v.as_bool()).unwrap_or(false),
+            })
+        })
+        .collect()
+}
+
+/// Ranks a finished loop's cards: cited cards in citation order, then the rest by score; titles deduplicated.
+pub fn ranked_titles(state: &LoopState) -> Vec<String> {
+    let cited: Vec<u32> = match &state.outcome {
+        Some(Outcome::Answer(a)) => a.citations.iter().map(|c| c.n).collect(),
+        _ => Vec::new(),
+    };
+    let mut cards: Vec<_> = state.cards.iter().collect();
+    cards.sort_by(|a, b| {
+        let rank = |n: u32| cited.iter().position(|c| *c == n).unwrap_or(usize::MAX);
+        rank(a.n).cmp(&rank(b.n)).then(b.hit.score.total_cmp(&a.hit.score))
+    });
+    let mut titles: Vec<String> = Vec::new();
+    for card in cards {
+        if !titles.contains(&card.hit.title) {
+            titles.push(card.hit.title.clone());
+        }
+    }
+    titles
+}
+
+/// Runs the evaluation. `corpus`, when given, is ingested first (idempotently) into an index of its own.
+pub async fn run(mut config: Config, questions: Vec<Question>, corpus: Option<&Path>, single_pass: bool) -> anyhow::Result<Vec<Scored>> {
+    config.retrieval.demo_corpus = false;
+    config.nats.url = None;
+    if let Some(corpus) = corpus {
+        let stem = corpus.file_stem().map(|s| s.to_string_lossy().to_string()).unwrap_or_else(|| "corpus".into());
+        config.data_dir = Some(config.data_dir().join("eval").join(stem));
+    }
+    let node = Node::embedded(config.clone()).await?;
+    let index: Arc<dyn VectorIndex> = node.index.clone().context("the embedded node has no index")?;
+    if let Some(corpus) = corpus {
+        let docs = ingest::read_paths(&[corpus.to_path_buf()])?;
+        let started = Instant::now();
+        let summary = ingest::ingest(&*index, docs, config.retrieval.chunk_words, config.retrieval.chunk_overlap_words, true).await?;
+        eprintln!("corpus: {summary} in {:.1} s", started.elapsed().as_secs_f64());
+    }
+    let mut scored = Vec::with_capacity(questions.len());
+    for question in questions {
+        let started = Instant::now();
+        let ranked = if single_pass {
+            let hits = index.search(&question.question, &HitFilter::default(), JUDGED).await?;
+            let mut titles: Vec<String> = Vec::new();
+            for h in hits {
+                if !titles.contains(&h.title) {
+                    titles.push(h.title);
+                }
+            }
+            titles
+        } else {
+            let request_id = uuid::Uuid::now_v7();
+            let request = AskRequest { request_id: Some(request_id), ..AskRequest::new(question.question.clone()) };
+            node.ask(request, None).await.map_err(|e| anyhow::anyhow!("{}: {e}", question.id))?;
+            let (state, _) = node.ctx.store.load(request_id).await?.context("finished request has no state")?;
+            ranked_titles(&state)
+        };
+        scored.push(Scored { question, ranked, latency: started.elapsed() });
+    }
+    node.shutdown().await;
+    Ok(scored)
+}
+
+struct Row {
+    name: &'static str,
+    n: usize,
+    perfect: f64,
+    recall: f64,
+    mrr: f64,
+    p50: f64,
+    p95: f64,
+}
+
+fn row(name: &'static str, items: &[&Scored]) -> Row {
+    let n = items.len();
+    let mean = |f: &dyn Fn(&Scored) -> f64| if n == 0 { 0.0 } else { items.iter().map(|s| f(s)).sum::<f64>() / n as f64 };
+    let mut lat: Vec<f64> = items.iter().map(|s| s.latency.as_secs_f64() * 1000.0).collect();
+    lat.sort_by(f64::total_cmp);
+    let pct = |p: f64| if lat.is_empty() { 0.0 } else { lat[((lat.len() - 1) as f64 * p).round() as usize] };
+    Row {
+        name,
+        n,
+        perfect: mean(&|s| if s.perfect() { 1.0 } else { 0.0 }),
+        recall: mean(&|s| s.recall(JUDGED)),
+        mrr: mean(&|s| s.reciprocal_rank()),
+        p50: pct(0.5),
+        p95: pct(0.95),
+    }
+}
+
+fn rows(scored: &[Scored]) -> Vec<Row> {
+    let all: Vec<&Scored> = scored.iter().collect();
+    let multi: Vec<&Scored> = scored.iter().filter(|s| s.question.multihop).collect();
+    let single: Vec<&Scored> = scored.iter().filter(|s| !s.question.multihop).collect();
+    vec![row("all", &all), row("multi-hop", &multi), row("single-hop", &single)]
+}
+
+/// The report as a table, with the failed questions.
+pub fn render(scored: &[Scored], mode: &str) -> String {
+    let mut out = format!(
+        "mode: {mode}\n{:<11} {:>4} {:>11} {:>9} {:>7} {:>9} {:>9}\n",
+        "subset", "n", "perfect@8", "recall@8", "MRR@10", "p50 ms", "p95 ms"
+    );
+    for r in rows(scored) {
+        out.push_str(&format!(
+            "{:<11} {:>4} {:>11.3} {:>9.3} {:>7.3} {:>9.1} {:>9.1}\n",
+            r.name, r.n, r.perfect, r.recall, r.mrr, r.p50, r.p95
+        ));
+    }
+    let failed: Vec<&Scored> = scored.iter().filter(|s| !s.perfect()).collect();
+    out.push_str(&format!("\nfailed ({}):\n", failed.len()));
+    for s in failed {
+        out.push_str(&format!("  {} {:?}\n    missing {:?}\n", s.question.id, s.question.question, s.missing()));
+    }
+    out
+}
+
+/// The report for machines.
+pub fn to_json(scored: &[Scored], mode: &str) -> serde_json::Value {
+    let subsets: Vec<_> = rows(scored)
+        .into_iter()
+        .map(|r| json!({"subset": r.name, "n": r.n, "perfect_retrieval_at_8": r.perfect, "recall_at_8": r.recall, "mrr_at_10": r.mrr, "latency_p50_ms": r.p50, "latency_p95_ms": r.p95}))
+        .collect();
+    let questions: Vec<_> = scored
+        .iter()
+        .map(|s| json!({"id": s.question.id, "perfect": s.perfect(), "missing": s.missing(), "ranked": s.judged(), "latency_ms": s.latency.as_secs_f64() * 1000.0}))
+        .collect();
+    json!({"mode": mode, "subsets": subsets, "questions": questions})
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn scored(gold: &[&str], ranked: &[&str]) -> Scored {
+        Scored {
+            question: Question { id: "q".into(), question: "?".into(), gold_titles: gold.iter().map(|s| s.to_string()).collect(), multihop: true },
+            ranked: ranked.iter().map(|s| s.to_string()).collect(),
+            latency: Duration::ZERO,
+        }
+    }
+
+    #[test]
+    fn perfect_retrieval_needs_every_gold_title_in_the_first_eight() {
+        let ten: Vec<String> = (0..10).map(|i| format!("t{i}")).collect();
+        let ranked: Vec<&str> = ten.iter().map(String::as_str).collect();
+        let cases: &[(&[&str], bool, f64, f64)] = &[
+            (&["t0", "t7"], true, 1.0, 1.0),
+            (&["t2", "t8"], false, 0.5, 1.0 / 3.0),
+            (&["t9"], false, 0.0, 0.1),
+            (&["nope"], false, 0.0, 0.0),
+        ];
+        for (gold, perfect, recall, rr) in cases {
+            let s = scored(gold, &ranked);
+            assert_eq!(s.perfect(), *perfect, "{gold:?}");
+            assert!((s.recall(JUDGED) - recall).abs() < 1e-9, "{gold:?}");
+            assert!((s.reciprocal_rank() - rr).abs() < 1e-9, "{gold:?}");
+        }
+    }
+
+    #[test]
+    fn questions_file_errors_name_the_question() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("q.json");
+        std::fs::write(&path, r#"[{"id":"a","question":"x","gold_titles":["T"]},{"id":"b","gold_titles":[]}]"#).unwrap();
+        let err = read_questions(&path).unwrap_err().to_string();
+        assert!(err.contains("question 2") && err.contains("question\""), "{err}");
+    }
+}
