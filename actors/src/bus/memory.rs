@@ -18,6 +18,9 @@ use super::{Bus, BusError, DeadLetter, Delivery, WorkQueue};
 /// How many message ids the de-duplication window remembers.
 const DEDUP_WINDOW: usize = 100_000;
 
+/// How many requests' events are kept for late subscribers (the oldest are forgotten first).
+const HISTORY_REQUESTS: usize = 10_000;
+
 #[derive(Debug, Clone)]
 struct Envelope {
     item: WorkItem,
@@ -31,8 +34,8 @@ pub struct MemoryBus {
     queues: StdMutex<HashMap<Stage, (Sender, Arc<MemoryQueue>)>>,
     seen: StdMutex<(HashSet<String>, VecDeque<String>)>,
     events: broadcast::Sender<Event>,
-    /// Every event published, so a late subscriber still sees the whole request.
-    history: StdMutex<HashMap<Uuid, Vec<Event>>>,
+    /// The events of the latest requests, so a late subscriber still sees the whole request.
+    history: StdMutex<(HashMap<Uuid, Vec<Event>>, VecDeque<Uuid>)>,
     dead_tx: mpsc::UnboundedSender<DeadLetter>,
     dead_rx: StdMutex<Option<mpsc::UnboundedReceiver<DeadLetter>>>,
     max_deliver: u32,
@@ -45,7 +48,7 @@ impl MemoryBus {
             queues: StdMutex::new(HashMap::new()),
             seen: StdMutex::new((HashSet::new(), VecDeque::new())),
             events: broadcast::channel(4096).0,
-            history: StdMutex::new(HashMap::new()),
+            history: StdMutex::new((HashMap::new(), VecDeque::new())),
             dead_tx,
             dead_rx: StdMutex::new(Some(dead_rx)),
             max_deliver: max_deliver.max(1),
@@ -105,7 +108,18 @@ impl Bus for MemoryBus {
 
     async fn publish_event(&self, event: &Event, _traceparent: Option<&str>) -> Result<(), BusError> {
         if self.first_sighting(event.msg_id()) {
-            self.history.lock().expect("history poisoned").entry(event.request_id).or_default().push(event.clone());
+            let mut guard = self.history.lock().expect("history poisoned");
+            let (events, order) = &mut *guard;
+            if !events.contains_key(&event.request_id) {
+                order.push_back(event.request_id);
+                if order.len() > HISTORY_REQUESTS
+                    && let Some(old) = order.pop_front()
+                {
+                    events.remove(&old);
+                }
+            }
+            events.entry(event.request_id).or_default().push(event.clone());
+            drop(guard);
             let _ = self.events.send(event.clone());
         }
         Ok(())
@@ -128,7 +142,7 @@ impl Bus for MemoryBus {
 
     async fn events(&self, request_id: Uuid) -> Result<BoxStream<'static, Event>, BusError> {
         let live = self.events.subscribe();
-        let past = self.history.lock().expect("history poisoned").get(&request_id).cloned().unwrap_or_default();
+        let past = self.history.lock().expect("history poisoned").0.get(&request_id).cloned().unwrap_or_default();
         let seen: HashSet<String> = past.iter().map(Event::msg_id).collect();
         let live = futures::stream::unfold(live, |mut rx| async move {
             loop {
