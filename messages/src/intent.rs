@@ -53,6 +53,20 @@ pub struct SearchIntent {
     pub limit: Option<u32>,
 }
 
+impl SearchIntent {
+    /// A text search over the document collection, with no filters and the executor's default limit.
+    pub fn documents(rationale: impl Into<String>, query: impl Into<String>) -> SearchIntent {
+        SearchIntent {
+            rationale: rationale.into(),
+            entity_type: EntityType::Document,
+            query: Some(query.into()),
+            image_query: None,
+            filters: JsonMap::new(),
+            limit: None,
+        }
+    }
+}
+
 /// The bounded graph primitives (seed 000 §3.2).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]

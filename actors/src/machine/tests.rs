@@ -1,7 +1,7 @@
 //! Table-driven tests of the loop state machine: transitions, caps, idempotence checks and outbound messages.
 
 use sleuth_messages::{
-    Action, ActionResult, AskRequest, EntityType, Envelope, EventKind, Hit, JsonMap, LoopState, NextStep, Phase,
+    Action, ActionResult, AskRequest, Envelope, EventKind, Hit, JsonMap, LoopState, NextStep, Phase,
     RetrievalResult, SearchIntent, Stage, SufficiencyReport, TerminationReason, WorkItem, SCHEMA_VERSION,
 };
 use uuid::Uuid;
@@ -24,16 +24,7 @@ fn state() -> LoopState {
 }
 
 fn search(q: &str) -> Action {
-    Action::QdrantSearch {
-        search_intent: SearchIntent {
-            rationale: String::new(),
-            entity_type: EntityType::Document,
-            query: Some(q.into()),
-            image_query: None,
-            filters: JsonMap::new(),
-            limit: None,
-        },
-    }
+    Action::QdrantSearch { search_intent: SearchIntent::documents("", q) }
 }
 
 fn hits(ids: &[&str]) -> ActionResult {

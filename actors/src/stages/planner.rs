@@ -7,7 +7,7 @@ use sleuth_messages::{
         AcceptanceCriteria, AnswerRequirements, Budget, LiteralConstraints, PlannerMeta, Rerank, RetrievalMode,
         RetrievalModeType, RetrievalRound, RoundPurpose, Safety, Sensitivity, StopConditions, Strategy,
     },
-    Action, EntityType, JsonMap, LoopState, NextStep, PlannerState, QueryType, SearchIntent, Stage, WorkItem,
+    Action, LoopState, NextStep, PlannerState, QueryType, SearchIntent, Stage, WorkItem,
 };
 
 use super::{
@@ -91,16 +91,7 @@ pub fn initial_plan(state: &LoopState) -> PlannerState {
 }
 
 fn search(rationale: impl Into<String>, query: impl Into<String>) -> Action {
-    Action::QdrantSearch {
-        search_intent: SearchIntent {
-            rationale: rationale.into(),
-            entity_type: EntityType::Document,
-            query: Some(query.into()),
-            image_query: None,
-            filters: JsonMap::new(),
-            limit: None,
-        },
-    }
+    Action::QdrantSearch { search_intent: SearchIntent::documents(rationale, query) }
 }
 
 /// Every query searched so far, lowercased, so no query is repeated.

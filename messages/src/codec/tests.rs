@@ -216,16 +216,7 @@ fn unknown_fields_are_ignored_so_old_readers_survive_additions() {
 
 #[test]
 fn next_step_validation_enforces_the_parallel_cap() {
-    let search = |q: &str| Action::QdrantSearch {
-        search_intent: SearchIntent {
-            rationale: String::new(),
-            entity_type: EntityType::Document,
-            query: Some(q.into()),
-            image_query: None,
-            filters: JsonMap::new(),
-            limit: None,
-        },
-    };
+    let search = |q: &str| Action::QdrantSearch { search_intent: SearchIntent::documents("", q) };
     assert!(NextStep { rationale: String::new(), actions: vec![search("a"), search("b")] }.validate().is_ok());
     assert!(NextStep { rationale: String::new(), actions: vec![search("a"), search("b"), search("c")] }.validate().is_err());
     assert!(NextStep { rationale: String::new(), actions: vec![] }.validate().is_err());
