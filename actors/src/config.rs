@@ -16,6 +16,11 @@ pub const ENV_VARS: &[(&str, &str)] = &[
     ("SLEUTH__NATS__URL", "set: distributed mode over NATS JetStream; unset: embedded mode"),
     ("NATS_URL", "fallback for SLEUTH__NATS__URL"),
     ("SLEUTH__DATA_DIR", "embedded data directory (default $XDG_DATA_HOME/sleuth)"),
+    ("SLEUTH__EMBEDDER__KIND", "local (all-MiniLM-L6-v2, the default), openai, or none for BM25 only"),
+    ("SLEUTH__EMBEDDER__MODEL_DIR", "local model directory (default $XDG_CACHE_HOME/sleuth/models/all-MiniLM-L6-v2)"),
+    ("SLEUTH__RETRIEVAL__BACKEND", "edge (in-process, the default) or qdrant (server at SLEUTH__RETRIEVAL__QDRANT_URL)"),
+    ("QDRANT_API_KEY", "API key of the Qdrant server, if it needs one"),
+    ("HF_ENDPOINT", "Hugging Face Hub mirror for `sleuth models pull`"),
     ("RUST_LOG", "log filter, e.g. sleuth_actors=debug"),
 ];
 
@@ -29,6 +34,7 @@ pub struct Config {
     pub loop_: LoopConfig,
     pub stages: StagesConfig,
     pub retrieval: RetrievalConfig,
+    pub embedder: EmbedderConfig,
     pub debug: DebugConfig,
 }
 
@@ -112,6 +118,26 @@ impl Default for StagesConfig {
     }
 }
 
+/// Which vector index backend serves the retrieve stage.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum IndexBackend {
+    /// Qdrant's engine in-process (qdrant-edge), under the data directory.
+    Edge,
+    /// A Qdrant server over gRPC at `retrieval.qdrant_url`.
+    Qdrant,
+}
+
+/// How fused candidates are reranked.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum RerankKind {
+    /// Keep the RRF order.
+    None,
+    /// The feature reranker (`retrieval/rerank.rs`).
+    Features,
+}
+
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct RetrievalConfig {
@@ -119,14 +145,94 @@ pub struct RetrievalConfig {
     pub top_k: u32,
     /// Ingest the bundled demo corpus when the embedded index is empty.
     pub demo_corpus: bool,
-    /// Words per chunk and overlap between chunks at ingestion.
-    pub chunk_words: usize,
-    pub chunk_overlap_words: usize,
+    /// Tokens per chunk (of the embedding model's tokenizer) and overlap between chunks at ingestion.
+    pub chunk_tokens: usize,
+    pub chunk_overlap_tokens: usize,
+    pub backend: IndexBackend,
+    /// gRPC URL of the Qdrant server when `backend = "qdrant"`, e.g. http://localhost:6334.
+    pub qdrant_url: Option<String>,
+    /// Environment variable holding the Qdrant API key, if any.
+    pub qdrant_api_key_env: String,
+    pub collection: String,
+    /// RRF constant in Qdrant's formula 1 / (k + rank), rank from 0: Qdrant's default is 2; the paper's 60 is 61.
+    pub rrf_k: u32,
+    /// Candidates each lane contributes to fusion, and that the reranker sees.
+    pub prefetch_limit: usize,
+    /// Minimum cosine similarity for dense candidates.
+    pub dense_threshold: Option<f32>,
+    pub rerank: RerankKind,
+    pub rerank_weights: crate::retrieval::rerank::FeatureWeights,
+    /// Extra filterable fields, stored under `metadata.<name>` and indexed at start-up: keyword, integer, float, bool.
+    pub filter_fields: std::collections::BTreeMap<String, crate::index::FieldType>,
 }
 
 impl Default for RetrievalConfig {
     fn default() -> Self {
-        RetrievalConfig { top_k: 8, demo_corpus: true, chunk_words: 180, chunk_overlap_words: 30 }
+        RetrievalConfig {
+            top_k: 8,
+            demo_corpus: true,
+            chunk_tokens: 200,
+            chunk_overlap_tokens: 40,
+            backend: IndexBackend::Edge,
+            qdrant_url: None,
+            qdrant_api_key_env: "QDRANT_API_KEY".into(),
+            collection: "sleuth_documents".into(),
+            rrf_k: 61,
+            prefetch_limit: 200,
+            dense_threshold: None,
+            rerank: RerankKind::Features,
+            rerank_weights: Default::default(),
+            filter_fields: Default::default(),
+        }
+    }
+}
+
+/// Which embedder makes the dense vectors.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum EmbedderKind {
+    /// all-MiniLM-L6-v2 on candle, from `embedder.model_dir` (fetched on first use).
+    Local,
+    /// The `/embeddings` endpoint of an OpenAI-compatible server at `embedder.base_url`.
+    Openai,
+    /// No dense lane: BM25 only.
+    None,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct EmbedderConfig {
+    pub kind: EmbedderKind,
+    /// Where the local model lives; default `$XDG_CACHE_HOME/sleuth/models/all-MiniLM-L6-v2`.
+    pub model_dir: Option<PathBuf>,
+    /// Fetch the local model on first use when it is missing.
+    pub auto_pull: bool,
+    /// Vectors kept in the content-hash cache.
+    pub cache_entries: usize,
+    /// OpenAI-compatible endpoint, e.g. http://localhost:8000/v1.
+    pub base_url: Option<String>,
+    pub model: String,
+    /// Environment variable holding the API key.
+    pub api_key_env: String,
+    /// Vector length (384 for all-MiniLM-L6-v2).
+    pub dim: usize,
+    /// Texts per request to the endpoint.
+    pub batch: usize,
+}
+
+impl Default for EmbedderConfig {
+    fn default() -> Self {
+        EmbedderConfig {
+            kind: EmbedderKind::Local,
+            model_dir: None,
+            auto_pull: true,
+            cache_entries: 10_000,
+            base_url: None,
+            model: "text-embedding-3-small".into(),
+            api_key_env: "OPENAI_API_KEY".into(),
+            dim: 384,
+            batch: 64,
+        }
     }
 }
 
@@ -206,8 +312,26 @@ impl Config {
         if self.retrieval.top_k == 0 || self.retrieval.top_k > l.max_hits_per_search {
             return bad("retrieval.top_k", "must be between 1 and loop.max_hits_per_search");
         }
-        if self.retrieval.chunk_words < 20 || self.retrieval.chunk_overlap_words >= self.retrieval.chunk_words {
-            return bad("retrieval.chunk_words", "must be at least 20 and larger than chunk_overlap_words");
+        let r = &self.retrieval;
+        if r.chunk_tokens < 20 || r.chunk_overlap_tokens >= r.chunk_tokens {
+            return bad("retrieval.chunk_tokens", "must be at least 20 and larger than chunk_overlap_tokens");
+        }
+        if r.backend == IndexBackend::Qdrant && r.qdrant_url.as_deref().is_none_or(|u| u.trim().is_empty()) {
+            return bad("retrieval.qdrant_url", "must be set when retrieval.backend = \"qdrant\"");
+        }
+        if r.prefetch_limit == 0 || r.prefetch_limit > 1000 {
+            return bad("retrieval.prefetch_limit", "must be between 1 and 1000");
+        }
+        if r.dense_threshold.is_some_and(|t| !(-1.0..=1.0).contains(&t)) {
+            return bad("retrieval.dense_threshold", "must be a cosine similarity between -1 and 1");
+        }
+        for name in r.filter_fields.keys() {
+            if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') || ["id", "doc_id", "title"].contains(&name.as_str()) {
+                return bad("retrieval.filter_fields", "names must be letters, digits or '_' and not id, doc_id or title");
+            }
+        }
+        if self.embedder.dim == 0 || self.embedder.batch == 0 || self.embedder.cache_entries == 0 {
+            return bad("embedder", "dim, batch and cache_entries must be at least 1");
         }
         Ok(())
     }
@@ -218,6 +342,13 @@ impl Config {
             .clone()
             .or_else(|| dirs::data_dir().map(|d| d.join("sleuth")))
             .unwrap_or_else(|| PathBuf::from(".sleuth"))
+    }
+
+    /// Where the local embedding model lives.
+    pub fn model_dir(&self) -> PathBuf {
+        self.embedder.model_dir.clone().unwrap_or_else(|| {
+            dirs::cache_dir().unwrap_or_else(|| self.data_dir().join("cache")).join("sleuth").join("models").join("all-MiniLM-L6-v2")
+        })
     }
 
     pub fn ack_wait(&self) -> Duration {

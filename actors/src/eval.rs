@@ -10,8 +10,9 @@ use sleuth_messages::{AskRequest, LoopState, Outcome};
 
 use crate::{
     config::Config,
-    index::{HitFilter, VectorIndex},
+    index::PayloadFilter,
     ingest,
+    retrieval::Retriever,
     node::Node,
 };
 
@@ -101,8 +102,9 @@ pub fn ranked_titles(state: &LoopState) -> Vec<String> {
     titles
 }
 
-/// Runs the evaluation. `corpus`, when given, is ingested first (idempotently) into an index of its own.
-pub async fn run(mut config: Config, questions: Vec<Question>, corpus: Option<&Path>, single_pass: bool) -> anyhow::Result<Vec<Scored>> {
+/// Runs the evaluation. `corpus`, when given, is ingested first (idempotently) into an index of its own. Returns
+/// the scores and a line describing the mode (loop or single pass, and how retrieval searched).
+pub async fn run(mut config: Config, questions: Vec<Question>, corpus: Option<&Path>, single_pass: bool) -> anyhow::Result<(Vec<Scored>, String)> {
     config.retrieval.demo_corpus = false;
     config.nats.url = None;
     if let Some(corpus) = corpus {
@@ -110,18 +112,18 @@ pub async fn run(mut config: Config, questions: Vec<Question>, corpus: Option<&P
         config.data_dir = Some(config.data_dir().join("eval").join(stem));
     }
     let node = Node::embedded(config.clone()).await?;
-    let index: Arc<dyn VectorIndex> = node.index.clone().context("the embedded node has no index")?;
+    let retriever: Arc<Retriever> = node.retriever.clone().context("the embedded node has no index")?;
     if let Some(corpus) = corpus {
         let docs = ingest::read_paths(&[corpus.to_path_buf()])?;
-        let started = Instant::now();
-        let summary = ingest::ingest(&*index, docs, config.retrieval.chunk_words, config.retrieval.chunk_overlap_words, true).await?;
-        eprintln!("corpus: {summary} in {:.1} s", started.elapsed().as_secs_f64());
+        let summary = ingest::ingest(&retriever, docs, true).await?;
+        eprintln!("corpus: {summary}");
     }
+    let mode = format!("{}; {}", if single_pass { "single pass" } else { "loop (deterministic agents)" }, retriever.describe());
     let mut scored = Vec::with_capacity(questions.len());
     for question in questions {
         let started = Instant::now();
         let ranked = if single_pass {
-            let hits = index.search(&question.question, &HitFilter::default(), JUDGED).await?;
+            let hits = retriever.search(&question.question, &PayloadFilter::default(), JUDGED).await?;
             let mut titles: Vec<String> = Vec::new();
             for h in hits {
                 if !titles.contains(&h.title) {
@@ -139,7 +141,7 @@ pub async fn run(mut config: Config, questions: Vec<Question>, corpus: Option<&P
         scored.push(Scored { question, ranked, latency: started.elapsed() });
     }
     node.shutdown().await;
-    Ok(scored)
+    Ok((scored, mode))
 }
 
 struct Row {

@@ -12,8 +12,8 @@ use tokio::task::JoinHandle;
 use crate::{
     bus::{memory::MemoryBus, nats::{self, NatsBus}, Bus},
     config::Config,
-    endpoint, index::{EdgeIndex, VectorIndex},
-    ingest,
+    endpoint,
+    retrieval::Retriever,
     runtime::{
         dead_letters,
         supervisor::{NodeSupervisor, StageArgs},
@@ -29,7 +29,7 @@ pub const ALL_STAGES: [Stage; 5] = [Stage::Intake, Stage::Planner, Stage::Retrie
 
 pub struct Node {
     pub ctx: Arc<NodeContext>,
-    pub index: Option<Arc<dyn VectorIndex>>,
+    pub retriever: Option<Arc<Retriever>>,
     supervisor: ActorRef<()>,
     supervisor_handle: JoinHandle<()>,
     tasks: Vec<JoinHandle<()>>,
@@ -37,25 +37,13 @@ pub struct Node {
     _services: Vec<async_nats::service::Service>,
 }
 
-/// Opens the embedded index, ingesting the demo corpus when it is empty and the config allows it.
-pub async fn open_index(config: &Config) -> anyhow::Result<Arc<dyn VectorIndex>> {
-    let dir = config.data_dir().join("index").join("documents");
-    let index = tokio::task::spawn_blocking(move || EdgeIndex::open(&dir)).await??;
-    if config.retrieval.demo_corpus && index.count().await? == 0 {
-        let docs = ingest::parse_jsonl("demo corpus", ingest::DEMO_CORPUS)?;
-        let summary = ingest::ingest(&index, docs, config.retrieval.chunk_words, config.retrieval.chunk_overlap_words, false).await?;
-        tracing::warn!(%summary, "the index was empty: ingested the bundled demo corpus");
-    }
-    Ok(Arc::new(index))
-}
-
-fn logic_for(stage: Stage, config: &Config, index: Option<&Arc<dyn VectorIndex>>) -> anyhow::Result<Option<Arc<dyn StageLogic>>> {
+fn logic_for(stage: Stage, config: &Config, retriever: Option<&Arc<Retriever>>) -> anyhow::Result<Option<Arc<dyn StageLogic>>> {
     Ok(match stage {
         Stage::Intake => None,
         Stage::Planner => Some(Arc::new(Planner)),
         Stage::Retrieve => {
-            let index = index.context("the retrieve stage needs an index")?.clone();
-            Some(Arc::new(Retrieve { index, top_k: config.retrieval.top_k }))
+            let retriever = retriever.context("the retrieve stage needs an index")?.clone();
+            Some(Arc::new(Retrieve { retriever, top_k: config.retrieval.top_k }))
         }
         Stage::Grader => Some(Arc::new(Grader)),
         Stage::Synthesizer => Some(Arc::new(Synthesizer)),
@@ -67,11 +55,11 @@ impl Node {
     /// Everything in one process: in-memory bus and store, the embedded index.
     pub async fn embedded(config: Config) -> anyhow::Result<Node> {
         let config = Arc::new(config);
-        let index = open_index(&config).await?;
+        let retriever = Arc::new(Retriever::open(&config).await?);
         let bus: Arc<dyn Bus> = MemoryBus::new(config.nats.max_deliver.max(1) as u32);
         let store: Arc<dyn StateStore> = Arc::new(MemoryStore::default());
         let ctx = Arc::new(NodeContext { config, bus, store, stats: Arc::new(Stats::default()) });
-        Node::start(ctx, &ALL_STAGES, Some(index), Vec::new()).await
+        Node::start(ctx, &ALL_STAGES, Some(retriever), Vec::new()).await
     }
 
     /// The given stages of this process, attached to NATS.
@@ -82,7 +70,7 @@ impl Node {
         let client = nats::connect(&url, &format!("sleuth {}", names.join(","))).await?;
         let bus = NatsBus::start(client.clone(), config.clone()).await?;
         let store = KvStore::open(bus.jetstream(), &config.subjects().loops_bucket(), Duration::from_secs(config.nats.loop_ttl_s)).await?;
-        let index = if stages.contains(&Stage::Retrieve) { Some(open_index(&config).await?) } else { None };
+        let retriever = if stages.contains(&Stage::Retrieve) { Some(Arc::new(Retriever::open(&config).await?)) } else { None };
         let ctx = Arc::new(NodeContext { config, bus, store: Arc::new(store), stats: Arc::new(Stats::default()) });
         let mut services = Vec::new();
         let mut ask = None;
@@ -93,7 +81,7 @@ impl Node {
             }
             services.push(service);
         }
-        let mut node = Node::start(ctx.clone(), stages, index, services).await?;
+        let mut node = Node::start(ctx.clone(), stages, retriever, services).await?;
         if let Some(ask) = ask {
             node.tasks.push(tokio::spawn(endpoint::serve_ask(ctx, ask)));
         }
@@ -103,7 +91,7 @@ impl Node {
     async fn start(
         ctx: Arc<NodeContext>,
         stages: &[Stage],
-        index: Option<Arc<dyn VectorIndex>>,
+        retriever: Option<Arc<Retriever>>,
         services: Vec<async_nats::service::Service>,
     ) -> anyhow::Result<Node> {
         // Downstream first, so nothing is published to a stage that is not consuming yet.
@@ -112,7 +100,7 @@ impl Node {
         let mut args = Vec::new();
         let mut consuming = Vec::new();
         for stage in ordered {
-            let Some(logic) = logic_for(stage, &ctx.config, index.as_ref())? else { continue };
+            let Some(logic) = logic_for(stage, &ctx.config, retriever.as_ref())? else { continue };
             let queue = ctx.bus.work_queue(stage).await?;
             args.push(StageArgs { worker: WorkerArgs { ctx: ctx.clone(), logic, queue }, workers: ctx.config.stages.workers });
             consuming.push(stage);
@@ -124,7 +112,7 @@ impl Node {
                 tracing::error!(error = format!("{e:#}"), "dead-letter watcher stopped");
             }
         });
-        Ok(Node { ctx, index, supervisor, supervisor_handle, tasks: vec![watcher], _services: services })
+        Ok(Node { ctx, retriever, supervisor, supervisor_handle, tasks: vec![watcher], _services: services })
     }
 
     /// Submits a question and waits for its final answer, through the events stream. `on_event` sees every

@@ -74,6 +74,10 @@ fn ingesting_the_same_documents_twice_changes_nothing() {
     write("The beta document, revised.");
     let changed = stdout(&sleuth(&data, &["ingest", "docs", docs.to_str().unwrap()], &[]));
     assert!(changed.contains("0 new, 1 replaced, 1 unchanged"), "{changed}");
+    let deleted = stdout(&sleuth(&data, &["ingest", "delete", "b", "zzz"], &[]));
+    assert!(deleted.contains("deleted 1 of 2 documents"), "{deleted}");
+    let back = stdout(&sleuth(&data, &["ingest", "docs", docs.to_str().unwrap()], &[]));
+    assert!(back.contains("1 new, 0 replaced, 1 unchanged"), "{back}");
     let bad = sleuth(&data, &["ingest", "docs", "/nonexistent/file.jsonl"], &[]);
     assert!(!bad.status.success());
     assert!(String::from_utf8_lossy(&bad.stderr).contains("does not exist"));

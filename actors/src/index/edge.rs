@@ -1,182 +1,269 @@
-//! [`EdgeIndex`]: the embedded backend, Qdrant's engine in-process (qdrant-edge 0.7) with a BM25 sparse vector.
+//! [`EdgeIndex`]: the embedded backend, Qdrant's engine in-process (qdrant-edge 0.7) with a named dense vector
+//! and a BM25 sparse vector per chunk, fused with RRF at query time.
 
 use std::{path::Path, sync::Arc};
 
 use anyhow::Context;
 use async_trait::async_trait;
 use qdrant_edge::{
-    bm25_embed::{EdgeBm25, EdgeBm25Config},
-    external::serde_json::{json, Value},
-    Condition, CountRequest, CreateIndex, EdgeConfig, EdgeShard, EdgeSparseVectorParams, FieldCondition,
-    FieldIndexOperations, Filter, Match, Modifier, NamedQuery, PayloadFieldSchema, PayloadSchemaType, PointId,
-    PointInsertOperations, PointOperations, PointStruct, PointStructPersisted, QueryEnum, QueryRequest,
-    ScoringQuery, ScrollRequest, UpdateOperation, VectorInternal, Vectors, WithPayloadInterface, WithVector,
+    external::ordered_float::OrderedFloat,
+    Condition as EdgeCondition, CountRequest, CreateIndex, Distance, EdgeConfig, EdgeShard, EdgeSparseVectorParams,
+    EdgeVectorParams, FieldCondition, FieldIndexOperations, Filter, Fusion, Match, Modifier, NamedQuery,
+    PayloadFieldSchema, PayloadSchemaType, PointId, PointInsertOperations, PointOperations, PointStruct,
+    PointStructPersisted, Prefetch, QueryEnum, QueryRequest, Range, ScoringQuery, ScrollRequest, UpdateOperation,
+    Vector, VectorInternal, VectorStructInternal, Vectors, WithPayloadInterface, WithVector,
 };
-use sleuth_messages::{Hit, JsonMap};
+use sleuth_messages::Hit;
 use tokio::sync::Mutex;
-use uuid::Uuid;
 
-use super::{Chunk, HitFilter, Upserted, VectorIndex};
-
-const SPARSE: &str = "bm25";
-
-/// Namespace for chunk point ids (UUIDv5 of `<doc_id>#<index>`).
-const POINT_NAMESPACE: Uuid = Uuid::from_u128(0x5e1e_7f00_0000_4000_8000_0000_0000_0001);
+use super::{
+    doc_state_from_payload, document_order, hit_from_payload, point_uuid, Candidate, Condition, DocState, FieldType,
+    Lane, PayloadFilter, Point, SearchPlan, VectorIndex, DENSE, SPARSE,
+};
 
 pub struct EdgeIndex {
     shard: Arc<EdgeShard>,
-    bm25: Arc<EdgeBm25>,
+    dim: usize,
     /// qdrant-edge's `flush` panics if an update runs at the same time, so writes and flushes take turns.
     writes: Mutex<()>,
 }
 
 fn point_id(chunk_id: &str) -> PointId {
-    PointId::Uuid(Uuid::new_v5(&POINT_NAMESPACE, chunk_id.as_bytes()))
+    PointId::Uuid(point_uuid(chunk_id))
 }
 
-fn doc_filter(doc_ids: &[String]) -> Filter {
-    let key = "doc_id".try_into().expect("static payload key");
-    Filter::new_must(Condition::Field(FieldCondition::new_match(key, Match::from(doc_ids.to_vec()))))
+fn key(path: &str) -> anyhow::Result<qdrant_edge::JsonPath> {
+    path.try_into().map_err(|_| anyhow::anyhow!("invalid payload path '{path}'"))
 }
 
-fn hit_from_payload(payload: Option<qdrant_edge::Payload>, score: f32) -> Option<Hit> {
-    let map = payload?.0;
-    let get = |k: &str| map.get(k).and_then(Value::as_str).map(str::to_string);
-    let metadata: JsonMap = map
-        .get("metadata")
-        .and_then(Value::as_object)
-        .map(|m| m.iter().map(|(k, v)| (k.clone(), v.clone())).collect())
-        .unwrap_or_default();
-    Some(Hit { id: get("chunk_id")?, doc_id: get("doc_id")?, title: get("title")?, text: get("text")?, score, metadata })
+/// The qdrant-edge form of a [`PayloadFilter`].
+pub fn to_edge_filter(filter: &PayloadFilter) -> anyhow::Result<Option<Filter>> {
+    if filter.is_empty() {
+        return Ok(None);
+    }
+    let mut conditions = Vec::new();
+    for (path, condition) in &filter.must {
+        let k = key(path)?;
+        let field = match condition {
+            Condition::Keyword(values) => FieldCondition::new_match(k, Match::from(values.clone())),
+            Condition::Integer(values) => FieldCondition::new_match(k, Match::from(values.clone())),
+            Condition::Bool(b) => FieldCondition::new_match(k, Match::from(*b)),
+            Condition::Range { gt, gte, lt, lte } => FieldCondition::new_range(
+                k,
+                Range { gt: gt.map(OrderedFloat), gte: gte.map(OrderedFloat), lt: lt.map(OrderedFloat), lte: lte.map(OrderedFloat) },
+            ),
+        };
+        conditions.push(EdgeCondition::Field(field));
+    }
+    Ok(Some(Filter { must: Some(conditions), ..Default::default() }))
+}
+
+fn nearest(lane: &Lane) -> ScoringQuery {
+    let query = match lane {
+        Lane::Dense(v) => VectorInternal::Dense(v.clone()),
+        Lane::Sparse(s) => Vector::new_sparse(s.indices.clone(), s.values.clone())
+            .map(|v| v.0)
+            .unwrap_or_else(|_| VectorInternal::Dense(Vec::new())),
+    };
+    ScoringQuery::Vector(QueryEnum::Nearest(NamedQuery { query, using: Some(lane.vector_name().to_string()) }))
+}
+
+/// The qdrant-edge form of a [`SearchPlan`].
+pub fn to_edge_request(plan: &SearchPlan) -> anyhow::Result<QueryRequest> {
+    let filter = to_edge_filter(&plan.filter)?;
+    let with_vector = if plan.with_dense { WithVector::Selector(vec![DENSE.to_string()]) } else { WithVector::Bool(false) };
+    let (prefetches, query, score_threshold) = if plan.fused() {
+        let prefetches = plan
+            .lanes
+            .iter()
+            .map(|lane| Prefetch {
+                prefetches: Vec::new(),
+                query: Some(nearest(lane)),
+                limit: plan.prefetch_limit,
+                params: None,
+                filter: filter.clone(),
+                score_threshold: plan.threshold_for(lane).map(OrderedFloat),
+            })
+            .collect();
+        (prefetches, ScoringQuery::Fusion(Fusion::Rrf { k: plan.rrf_k as usize, weights: None }), None)
+    } else {
+        let lane = plan.lanes.first().context("a search plan needs at least one lane")?;
+        (Vec::new(), nearest(lane), plan.threshold_for(lane))
+    };
+    Ok(QueryRequest {
+        prefetches,
+        query: Some(query),
+        filter,
+        score_threshold: score_threshold.map(OrderedFloat),
+        limit: plan.limit,
+        offset: 0,
+        params: None,
+        with_vector,
+        with_payload: WithPayloadInterface::Bool(true),
+    })
+}
+
+fn dense_of(vector: Option<VectorStructInternal>) -> Option<Vec<f32>> {
+    match vector? {
+        VectorStructInternal::Named(mut named) => match named.remove(DENSE)? {
+            VectorInternal::Dense(v) => Some(v),
+            _ => None,
+        },
+        VectorStructInternal::Single(v) => Some(v),
+        _ => None,
+    }
+}
+
+fn schema_type(ty: FieldType) -> PayloadSchemaType {
+    match ty {
+        FieldType::Keyword => PayloadSchemaType::Keyword,
+        FieldType::Integer => PayloadSchemaType::Integer,
+        FieldType::Float => PayloadSchemaType::Float,
+        FieldType::Bool => PayloadSchemaType::Bool,
+    }
 }
 
 impl EdgeIndex {
-    /// Opens the index at `dir`, creating it (and its payload index) when it does not exist yet.
-    pub fn open(dir: &Path) -> anyhow::Result<EdgeIndex> {
+    /// Opens the index at `dir`, creating it when it does not exist yet, and makes sure every path in `indexed`
+    /// has a payload index.
+    pub fn open(dir: &Path, dim: usize, indexed: &[(String, FieldType)]) -> anyhow::Result<EdgeIndex> {
         std::fs::create_dir_all(dir).with_context(|| format!("cannot create index directory {}", dir.display()))?;
         let config = EdgeConfig::builder()
+            .vector(DENSE, EdgeVectorParams::builder(dim, Distance::Cosine).build())
             .sparse_vector(SPARSE, EdgeSparseVectorParams::builder().modifier(Modifier::Idf).build())
             .build();
-        let fresh = !dir.join("wal").exists();
         let shard = EdgeShard::load(dir, Some(config)).map_err(|e| {
             anyhow::anyhow!("cannot open the index at {} (is another sleuth process using it?): {e}", dir.display())
         })?;
-        if fresh {
+        let stored = shard.config().vectors.get(DENSE).map(|v| v.size);
+        if stored != Some(dim) {
+            let had = stored.map_or("no dense vector".to_string(), |d| format!("{d}-dimensional dense vectors"));
+            anyhow::bail!(
+                "the index at {} was built with {had}, but the embedder makes {dim}-dimensional ones; remove that directory and ingest again",
+                dir.display()
+            );
+        }
+        let existing = shard.info().payload_schema;
+        for (path, ty) in indexed {
+            if existing.keys().any(|k| k.to_string() == *path) {
+                continue;
+            }
             shard
                 .update(UpdateOperation::FieldIndexOperation(FieldIndexOperations::CreateIndex(CreateIndex {
-                    field_name: "doc_id".try_into().expect("static payload key"),
-                    field_schema: Some(PayloadFieldSchema::FieldType(PayloadSchemaType::Keyword)),
+                    field_name: key(path)?,
+                    field_schema: Some(PayloadFieldSchema::FieldType(schema_type(*ty))),
                 })))
-                .map_err(|e| anyhow::anyhow!("cannot create the doc_id payload index: {e}"))?;
+                .map_err(|e| anyhow::anyhow!("cannot create the payload index on {path}: {e}"))?;
         }
-        let bm25 = EdgeBm25::new(EdgeBm25Config { language: Some("english".into()), ..Default::default() })
-            .map_err(|e| anyhow::anyhow!("cannot build the bm25 model: {e}"))?;
-        Ok(EdgeIndex { shard: Arc::new(shard), bm25: Arc::new(bm25), writes: Mutex::new(()) })
+        Ok(EdgeIndex { shard: Arc::new(shard), dim, writes: Mutex::new(()) })
     }
 
-    async fn blocking<T: Send + 'static>(
-        &self,
-        f: impl FnOnce(&EdgeShard, &EdgeBm25) -> anyhow::Result<T> + Send + 'static,
-    ) -> anyhow::Result<T> {
-        let (shard, bm25) = (self.shard.clone(), self.bm25.clone());
-        tokio::task::spawn_blocking(move || f(&shard, &bm25)).await.context("index task failed")?
+    async fn blocking<T: Send + 'static>(&self, f: impl FnOnce(&EdgeShard) -> anyhow::Result<T> + Send + 'static) -> anyhow::Result<T> {
+        let shard = self.shard.clone();
+        tokio::task::spawn_blocking(move || f(&shard)).await.context("index task failed")?
     }
 
-    fn stored_hash(shard: &EdgeShard, chunk_id: &str) -> anyhow::Result<Option<(String, u64)>> {
+    fn doc_state_sync(shard: &EdgeShard, doc_id: &str) -> anyhow::Result<Option<DocState>> {
         let records = shard
-            .retrieve(&[point_id(chunk_id)], Some(WithPayloadInterface::Bool(true)), Some(WithVector::Bool(false)))
+            .retrieve(&[point_id(&format!("{doc_id}#0"))], Some(WithPayloadInterface::Bool(true)), Some(WithVector::Bool(false)))
             .map_err(|e| anyhow::anyhow!("retrieve failed: {e}"))?;
-        Ok(records.into_iter().next().and_then(|r| {
-            let p = r.payload?.0;
-            Some((p.get("doc_hash")?.as_str()?.to_string(), p.get("of")?.as_u64()?))
-        }))
+        Ok(records.into_iter().next().and_then(|r| doc_state_from_payload(&r.payload?.0)))
+    }
+
+    fn delete_docs_sync(shard: &EdgeShard, doc_ids: &[String]) -> anyhow::Result<()> {
+        let filter = to_edge_filter(&PayloadFilter::doc_ids(doc_ids.to_vec()))?.expect("non-empty filter");
+        shard
+            .update(UpdateOperation::PointOperation(PointOperations::DeletePointsByFilter(filter)))
+            .map_err(|e| anyhow::anyhow!("delete failed: {e}"))
     }
 }
 
 #[async_trait]
 impl VectorIndex for EdgeIndex {
-    async fn search(&self, query: &str, filter: &HitFilter, limit: usize) -> anyhow::Result<Vec<Hit>> {
-        let query = query.to_string();
-        let filter = (!filter.is_empty()).then(|| doc_filter(&filter.doc_ids));
-        self.blocking(move |shard, bm25| {
-            let vector = bm25.embed_query(&query);
-            if vector.indices.is_empty() {
-                return Ok(Vec::new());
-            }
-            let points = shard
-                .query(QueryRequest {
-                    prefetches: vec![],
-                    query: Some(ScoringQuery::Vector(QueryEnum::Nearest(NamedQuery {
-                        query: VectorInternal::from(vector),
-                        using: Some(SPARSE.to_string()),
-                    }))),
-                    filter,
-                    score_threshold: None,
-                    limit,
-                    offset: 0,
-                    params: None,
-                    with_vector: WithVector::Bool(false),
-                    with_payload: WithPayloadInterface::Bool(true),
+    async fn search(&self, plan: &SearchPlan) -> anyhow::Result<Vec<Candidate>> {
+        if plan.lanes.is_empty() {
+            return Ok(Vec::new());
+        }
+        let request = to_edge_request(plan)?;
+        self.blocking(move |shard| {
+            let points = shard.query(request).map_err(|e| anyhow::anyhow!("query failed: {e}"))?;
+            Ok(points
+                .into_iter()
+                .filter_map(|p| {
+                    let hit = hit_from_payload(&p.payload?.0, p.score)?;
+                    Some(Candidate { hit, dense: dense_of(p.vector) })
                 })
-                .map_err(|e| anyhow::anyhow!("query failed: {e}"))?;
-            Ok(points.into_iter().filter_map(|p| hit_from_payload(p.payload, p.score)).collect())
+                .collect())
         })
         .await
     }
 
-    async fn fetch(&self, filter: &HitFilter, limit: usize) -> anyhow::Result<Vec<Hit>> {
-        let filter = doc_filter(&filter.doc_ids);
-        self.blocking(move |shard, _| {
+    async fn fetch(&self, filter: &PayloadFilter, limit: usize) -> anyhow::Result<Vec<Hit>> {
+        let filter = to_edge_filter(filter)?;
+        self.blocking(move |shard| {
             let (records, _) = shard
-                .scroll(ScrollRequest { limit: Some(limit), filter: Some(filter), ..Default::default() })
+                .scroll(ScrollRequest { limit: Some(limit), filter, ..Default::default() })
                 .map_err(|e| anyhow::anyhow!("scroll failed: {e}"))?;
-            let mut hits: Vec<Hit> = records.into_iter().filter_map(|r| hit_from_payload(r.payload, 1.0)).collect();
-            hits.sort_by(|a, b| (&a.doc_id, a.id.len(), &a.id).cmp(&(&b.doc_id, b.id.len(), &b.id)));
+            let mut hits: Vec<Hit> = records.into_iter().filter_map(|r| hit_from_payload(&r.payload?.0, 1.0)).collect();
+            document_order(&mut hits);
             Ok(hits)
         })
         .await
     }
 
-    async fn upsert_document(&self, chunks: Vec<Chunk>) -> anyhow::Result<Upserted> {
-        let Some(first) = chunks.first().cloned() else { return Ok(Upserted::Unchanged) };
+    async fn doc_state(&self, doc_id: &str) -> anyhow::Result<Option<DocState>> {
+        let doc_id = doc_id.to_string();
+        self.blocking(move |shard| Self::doc_state_sync(shard, &doc_id)).await
+    }
+
+    async fn replace(&self, points: Vec<Point>) -> anyhow::Result<()> {
+        if points.is_empty() {
+            return Ok(());
+        }
         let _guard = self.writes.lock().await;
-        self.blocking(move |shard, bm25| {
-            let outcome = match Self::stored_hash(shard, &first.id())? {
-                Some((hash, of)) if hash == first.doc_hash && of == u64::from(first.of) => return Ok(Upserted::Unchanged),
-                Some(_) => Upserted::Replaced,
-                None => Upserted::Inserted,
-            };
-            if outcome == Upserted::Replaced {
-                shard
-                    .update(UpdateOperation::PointOperation(PointOperations::DeletePointsByFilter(doc_filter(&[first.doc_id.clone()]))))
-                    .map_err(|e| anyhow::anyhow!("delete of old chunks failed: {e}"))?;
-            }
-            let points: Vec<PointStructPersisted> = chunks
-                .iter()
-                .map(|c| {
-                    let vector = bm25.embed_document(&format!("{}\n{}", c.title, c.text));
-                    PointStruct::new(
-                        point_id(&c.id()),
-                        Vectors::new_named([(SPARSE, vector)]),
-                        json!({
-                            "chunk_id": c.id(), "doc_id": c.doc_id, "chunk": c.index, "of": c.of,
-                            "title": c.title, "text": c.text, "doc_hash": c.doc_hash, "metadata": c.metadata,
-                        }),
-                    )
-                    .into()
+        self.blocking(move |shard| {
+            let mut doc_ids: Vec<String> = points.iter().map(|p| p.chunk.doc_id.clone()).collect();
+            doc_ids.sort();
+            doc_ids.dedup();
+            Self::delete_docs_sync(shard, &doc_ids)?;
+            let points: Vec<PointStructPersisted> = points
+                .into_iter()
+                .map(|p| {
+                    let sparse = Vector::new_sparse(p.sparse.indices.clone(), p.sparse.values.clone())
+                        .map_err(|e| anyhow::anyhow!("bad sparse vector: {e}"))?;
+                    let mut named: Vec<(&str, Vector)> = vec![(SPARSE, sparse)];
+                    if let Some(dense) = &p.dense {
+                        named.push((DENSE, Vector::new_dense(dense.clone())));
+                    }
+                    Ok(PointStruct::new(point_id(&p.chunk.id()), Vectors::new_named(named), p.payload()).into())
                 })
-                .collect();
+                .collect::<anyhow::Result<_>>()?;
             shard
                 .update(UpdateOperation::PointOperation(PointOperations::UpsertPoints(PointInsertOperations::PointsList(points))))
-                .map_err(|e| anyhow::anyhow!("upsert failed: {e}"))?;
-            Ok(outcome)
+                .map_err(|e| anyhow::anyhow!("upsert failed: {e}"))
+        })
+        .await
+    }
+
+    async fn delete(&self, doc_ids: &[String]) -> anyhow::Result<usize> {
+        let doc_ids = doc_ids.to_vec();
+        let _guard = self.writes.lock().await;
+        self.blocking(move |shard| {
+            let mut existed = 0;
+            for id in &doc_ids {
+                existed += usize::from(Self::doc_state_sync(shard, id)?.is_some());
+            }
+            if !doc_ids.is_empty() {
+                Self::delete_docs_sync(shard, &doc_ids)?;
+            }
+            Ok(existed)
         })
         .await
     }
 
     async fn flush(&self) -> anyhow::Result<()> {
         let _guard = self.writes.lock().await;
-        self.blocking(|shard, _| {
+        self.blocking(|shard| {
             shard.flush();
             Ok(())
         })
@@ -184,9 +271,11 @@ impl VectorIndex for EdgeIndex {
     }
 
     async fn count(&self) -> anyhow::Result<usize> {
-        self.blocking(|shard, _| {
-            shard.count(CountRequest { filter: None, exact: true }).map_err(|e| anyhow::anyhow!("count failed: {e}"))
-        })
-        .await
+        self.blocking(|shard| shard.count(CountRequest { filter: None, exact: true }).map_err(|e| anyhow::anyhow!("count failed: {e}")))
+            .await
+    }
+
+    fn dense_dim(&self) -> usize {
+        self.dim
     }
 }

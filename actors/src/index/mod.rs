@@ -1,12 +1,24 @@
-//! The vector index behind the retrieve stage: the [`VectorIndex`] trait, its typed [`HitFilter`], and the
-//! embedded qdrant-edge backend. The Qdrant server backend and dense vectors arrive with the retrieval issue.
+//! The vector index behind the retrieve stage: the [`VectorIndex`] trait and its two backends, qdrant-edge
+//! in-process ([`EdgeIndex`]) and a Qdrant server over gRPC ([`ServerIndex`]). Both translate the same
+//! [`SearchPlan`] and store the same points: a dense vector, a BM25 sparse vector and the chunk as payload.
 
 mod edge;
+mod filter;
+mod query;
+mod server;
 
 pub use edge::EdgeIndex;
+pub use filter::{Condition, FieldType, FilterSchema, PayloadFilter};
+pub use query::{Lane, SearchPlan, SparseVector, DENSE, SPARSE};
+pub use server::ServerIndex;
 
 use async_trait::async_trait;
+use serde_json::{json, Value};
 use sleuth_messages::{Hit, JsonMap};
+use uuid::Uuid;
+
+/// Namespace for chunk point ids (UUIDv5 of `<doc_id>#<index>`).
+const POINT_NAMESPACE: Uuid = Uuid::from_u128(0x5e1e_7f00_0000_4000_8000_0000_0000_0001);
 
 /// One chunk of a document, as stored in the index.
 #[derive(Debug, Clone, PartialEq)]
@@ -28,60 +40,97 @@ impl Chunk {
     pub fn id(&self) -> String {
         format!("{}#{}", self.doc_id, self.index)
     }
-}
 
-/// Payload filters a search intent may carry. Anything else is rejected with a message naming the field.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct HitFilter {
-    /// Restrict to these documents (`id` or `doc_id` in the intent).
-    pub doc_ids: Vec<String>,
-}
-
-impl HitFilter {
-    pub const FIELDS: &'static [&'static str] = &["id", "doc_id"];
-
-    pub fn is_empty(&self) -> bool {
-        self.doc_ids.is_empty()
+    /// The point id of the chunk.
+    pub fn point_id(&self) -> Uuid {
+        point_uuid(&self.id())
     }
 
-    /// Parses `SearchIntent.filters`. Values must be a string or an array of strings.
-    pub fn parse(filters: &JsonMap) -> Result<HitFilter, String> {
-        let mut filter = HitFilter::default();
-        for (key, value) in filters {
-            if !Self::FIELDS.contains(&key.as_str()) {
-                return Err(format!("unknown filter field '{key}', allowed: {}", Self::FIELDS.join(", ")));
-            }
-            let ids = match value {
-                serde_json::Value::String(s) => vec![s.clone()],
-                serde_json::Value::Array(items) => items
-                    .iter()
-                    .map(|v| v.as_str().map(str::to_string).ok_or_else(|| format!("filter '{key}' must hold strings")))
-                    .collect::<Result<_, _>>()?,
-                _ => return Err(format!("filter '{key}' must be a string or an array of strings")),
-            };
-            filter.doc_ids.extend(ids);
-        }
-        Ok(filter)
+    /// What the sparse and dense lanes see: the title, then the text.
+    pub fn embedding_text(&self) -> String {
+        format!("{}\n{}", self.title, self.text)
     }
 }
 
-/// What ingestion did with one document.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Upserted {
-    Unchanged,
-    Inserted,
-    Replaced,
+pub fn point_uuid(chunk_id: &str) -> Uuid {
+    Uuid::new_v5(&POINT_NAMESPACE, chunk_id.as_bytes())
+}
+
+/// A chunk ready to store: its vectors, and the id of the embedder that made the dense one (`""` for none).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Point {
+    pub chunk: Chunk,
+    pub dense: Option<Vec<f32>>,
+    pub sparse: SparseVector,
+    pub embedder: String,
+}
+
+impl Point {
+    pub fn payload(&self) -> Value {
+        let c = &self.chunk;
+        json!({
+            "chunk_id": c.id(), "doc_id": c.doc_id, "chunk": c.index, "of": c.of, "title": c.title, "text": c.text,
+            "doc_hash": c.doc_hash, "embedder": self.embedder, "metadata": c.metadata,
+        })
+    }
+}
+
+/// What the index holds for one document: enough to decide whether re-ingestion has anything to do.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DocState {
+    pub doc_hash: String,
+    pub of: u32,
+    pub embedder: String,
+}
+
+/// A search result with the dense vector of its chunk when the plan asked for it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Candidate {
+    pub hit: Hit,
+    pub dense: Option<Vec<f32>>,
+}
+
+/// Rebuilds a [`Hit`] from a stored payload (as JSON).
+pub fn hit_from_payload(map: &serde_json::Map<String, Value>, score: f32) -> Option<Hit> {
+    let get = |k: &str| map.get(k).and_then(Value::as_str).map(str::to_string);
+    let metadata: JsonMap = map
+        .get("metadata")
+        .and_then(Value::as_object)
+        .map(|m| m.iter().map(|(k, v)| (k.clone(), v.clone())).collect())
+        .unwrap_or_default();
+    Some(Hit { id: get("chunk_id")?, doc_id: get("doc_id")?, title: get("title")?, text: get("text")?, score, metadata })
+}
+
+/// Reads a [`DocState`] from the payload of a document's first chunk.
+pub fn doc_state_from_payload(map: &serde_json::Map<String, Value>) -> Option<DocState> {
+    Some(DocState {
+        doc_hash: map.get("doc_hash")?.as_str()?.to_string(),
+        of: map.get("of")?.as_u64()? as u32,
+        embedder: map.get("embedder").and_then(Value::as_str).unwrap_or("").to_string(),
+    })
+}
+
+/// Sorts hits of whole documents into reading order: by document, then chunk position.
+pub fn document_order(hits: &mut [Hit]) {
+    hits.sort_by(|a, b| (&a.doc_id, a.id.len(), &a.id).cmp(&(&b.doc_id, b.id.len(), &b.id)));
 }
 
 #[async_trait]
 pub trait VectorIndex: Send + Sync + 'static {
-    /// Best `limit` chunks for `query`, restricted by `filter`.
-    async fn search(&self, query: &str, filter: &HitFilter, limit: usize) -> anyhow::Result<Vec<Hit>>;
-    /// The chunks of the given documents, in document order.
-    async fn fetch(&self, filter: &HitFilter, limit: usize) -> anyhow::Result<Vec<Hit>>;
-    /// Stores one document's chunks, replacing its old ones; does nothing when its hash is unchanged.
-    async fn upsert_document(&self, chunks: Vec<Chunk>) -> anyhow::Result<Upserted>;
+    /// Runs a plan; results are best first.
+    async fn search(&self, plan: &SearchPlan) -> anyhow::Result<Vec<Candidate>>;
+    /// Chunks matching `filter` (an ID lookup when it names documents), in document order.
+    async fn fetch(&self, filter: &PayloadFilter, limit: usize) -> anyhow::Result<Vec<Hit>>;
+    /// What is stored for `doc_id`, if anything.
+    async fn doc_state(&self, doc_id: &str) -> anyhow::Result<Option<DocState>>;
+    /// Replaces every chunk of the documents these points belong to with the points, in one batch.
+    async fn replace(&self, points: Vec<Point>) -> anyhow::Result<()>;
+    /// Removes every chunk of these documents; returns how many of them existed.
+    async fn delete(&self, doc_ids: &[String]) -> anyhow::Result<usize>;
     /// Makes writes durable.
     async fn flush(&self) -> anyhow::Result<()>;
+    /// Number of stored chunks.
     async fn count(&self) -> anyhow::Result<usize>;
+    /// Length of the dense vectors this index was created with.
+    fn dense_dim(&self) -> usize;
 }

@@ -19,7 +19,7 @@ use super::{
 use crate::{
     bus::{memory::MemoryBus, Bus},
     config::Config,
-    index::{EdgeIndex, VectorIndex},
+    retrieval::Retriever,
     ingest,
     stages::{grader::Grader, intake, planner::Planner, retrieve::Retrieve, synthesizer::Synthesizer, StageLogic},
     store::{memory::MemoryStore, StateStore},
@@ -59,15 +59,18 @@ struct Harness {
 
 async fn harness(grader: Arc<dyn StageLogic>, max_deliver: i64) -> Harness {
     let dir = tempfile::tempdir().unwrap();
-    let index = EdgeIndex::open(&dir.path().join("index")).unwrap();
+    let mut config = Config::default();
+    config.data_dir = Some(dir.path().to_path_buf());
+    config.retrieval.demo_corpus = false;
+    // The runtime's behaviour does not depend on the dense lane: BM25 only keeps these tests model-free.
+    config.embedder.kind = crate::config::EmbedderKind::None;
+    let retriever = Arc::new(Retriever::open(&config).await.unwrap());
     let docs = ingest::parse_jsonl("fixture", concat!(
         r#"{"id":"luffy","title":"Monkey D. Luffy","text":"Monkey D. Luffy is the captain of the Straw Hat Pirates in One Piece."}"#, "\n",
         r#"{"id":"nami","title":"Nami","text":"Nami is the navigator of the crew captained by Luffy."}"#, "\n",
     ))
     .unwrap();
-    ingest::ingest(&index, docs, 100, 10, false).await.unwrap();
-    let index: Arc<dyn VectorIndex> = Arc::new(index);
-    let mut config = Config::default();
+    ingest::ingest(&retriever, docs, false).await.unwrap();
     config.nats.max_deliver = max_deliver;
     config.stages.workers = 1;
     let bus = MemoryBus::new(max_deliver as u32);
@@ -78,7 +81,7 @@ async fn harness(grader: Arc<dyn StageLogic>, max_deliver: i64) -> Harness {
         stats: Arc::new(Stats::default()),
     });
     let logics: Vec<Arc<dyn StageLogic>> =
-        vec![Arc::new(Synthesizer), grader, Arc::new(Retrieve { index, top_k: 4 }), Arc::new(Planner)];
+        vec![Arc::new(Synthesizer), grader, Arc::new(Retrieve { retriever, top_k: 4 }), Arc::new(Planner)];
     let mut args = Vec::new();
     for logic in logics {
         let queue = ctx.bus.work_queue(logic.stage()).await.unwrap();

@@ -1,6 +1,6 @@
-//! Retrieve: executes a `qdrant_search` action against the vector index (BM25 over qdrant-edge for now).
-//! `filters.id` makes it an ID lookup; other filters are validated, and an invalid intent becomes a failed
-//! action result that the planner can react to, not a crash.
+//! Retrieve: executes a `qdrant_search` action with the hybrid [`Retriever`] (dense + BM25, RRF, rerank).
+//! Filters are typed payload filters; an `id` filter without a query is an ID lookup. An invalid intent becomes a
+//! failed action result that the planner can react to, not a crash.
 
 use std::{sync::Arc, time::Instant};
 
@@ -10,13 +10,10 @@ use sleuth_messages::{
 };
 
 use super::StageLogic;
-use crate::{
-    index::{HitFilter, VectorIndex},
-    machine,
-};
+use crate::{machine, retrieval::Retriever};
 
 pub struct Retrieve {
-    pub index: Arc<dyn VectorIndex>,
+    pub retriever: Arc<Retriever>,
     /// Hits per search when the intent does not say.
     pub top_k: u32,
 }
@@ -55,12 +52,12 @@ enum Failure {
 
 impl Retrieve {
     async fn execute(&self, intent: &SearchIntent, max: u32) -> Result<RetrievalResult, Failure> {
-        let filter = HitFilter::parse(&intent.filters).map_err(Failure::Invalid)?;
+        let filter = self.retriever.parse_filter(&intent.filters).map_err(Failure::Invalid)?;
         let limit = intent.limit.unwrap_or(self.top_k).clamp(1, max) as usize;
         let hits = match intent.query.as_deref().map(str::trim).filter(|q| !q.is_empty()) {
-            Some(query) => self.index.search(query, &filter, limit).await,
-            None if !filter.is_empty() => self.index.fetch(&filter, limit).await,
-            None => return Err(Failure::Invalid("a search intent needs a query or an id filter".into())),
+            Some(query) => self.retriever.search(query, &filter, limit).await,
+            None if !filter.is_empty() => self.retriever.fetch(&filter, limit).await,
+            None => return Err(Failure::Invalid("a search intent needs a query or a filter".into())),
         }
         .map_err(Failure::Backend)?;
         Ok(RetrievalResult { summary: summarize(&hits), count: hits.len() as u32, raw_data: hits })

@@ -1,17 +1,24 @@
-//! Document ingestion: reads JSONL `{id,title,text,metadata}`, Markdown and plain text, chunks by words with
-//! overlap (each chunk carries its document's title), and upserts idempotently by content hash.
+//! Document ingestion: reads JSONL `{id,title,text,metadata}`, Markdown and plain text, chunks by tokens with
+//! overlap (each chunk carries its document's title), embeds in batches, and upserts idempotently by content hash.
 
-use std::path::{Path, PathBuf};
+pub mod chunk;
+
+use std::{
+    path::{Path, PathBuf},
+    time::{Duration, Instant},
+};
 
 use anyhow::{bail, Context};
 use indicatif::{ProgressBar, ProgressStyle};
 use sleuth_messages::JsonMap;
 use uuid::Uuid;
 
-use crate::index::{Chunk, Upserted, VectorIndex};
+use tokenizers::Tokenizer;
+
+use crate::{index::Chunk, retrieval::Retriever};
 
 /// The bundled demo corpus, ingested on first use of an empty embedded index.
-pub const DEMO_CORPUS: &str = include_str!("../data/demo_corpus.jsonl");
+pub const DEMO_CORPUS: &str = include_str!("../../data/demo_corpus.jsonl");
 
 const HASH_NAMESPACE: Uuid = Uuid::from_u128(0x5e1e_7f00_0000_4000_8000_0000_0000_0002);
 
@@ -24,21 +31,35 @@ pub struct Document {
 }
 
 /// Totals of one ingestion run.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct IngestSummary {
     pub documents: usize,
     pub inserted: usize,
     pub replaced: usize,
     pub unchanged: usize,
     pub chunks: usize,
+    pub elapsed: Duration,
+}
+
+impl IngestSummary {
+    /// Chunks written per second.
+    pub fn chunks_per_second(&self) -> f64 {
+        self.chunks as f64 / self.elapsed.as_secs_f64().max(1e-9)
+    }
 }
 
 impl std::fmt::Display for IngestSummary {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(
             f,
-            "{} documents: {} new, {} replaced, {} unchanged ({} chunks written)",
-            self.documents, self.inserted, self.replaced, self.unchanged, self.chunks
+            "{} documents: {} new, {} replaced, {} unchanged ({} chunks written in {:.1} s, {:.0} chunks/s)",
+            self.documents,
+            self.inserted,
+            self.replaced,
+            self.unchanged,
+            self.chunks,
+            self.elapsed.as_secs_f64(),
+            self.chunks_per_second()
         )
     }
 }
@@ -120,21 +141,15 @@ pub fn read_paths(paths: &[PathBuf]) -> anyhow::Result<Vec<Document>> {
     Ok(docs)
 }
 
-/// Splits a document into overlapping word windows; short documents are one chunk.
-pub fn chunk(doc: &Document, words_per_chunk: usize, overlap: usize) -> Vec<Chunk> {
-    let words: Vec<&str> = doc.text.split_whitespace().collect();
-    let stride = words_per_chunk.saturating_sub(overlap).max(1);
-    let mut windows = Vec::new();
-    let mut start = 0;
-    loop {
-        let end = (start + words_per_chunk).min(words.len());
-        windows.push(words[start..end].join(" "));
-        if end >= words.len() {
-            break;
-        }
-        start += stride;
-    }
-    let hash_input = format!("{}\n{}\n{}", doc.title, doc.text, serde_json::to_string(&doc.metadata).unwrap_or_default());
+/// Splits a document into token windows (see [`chunk::windows`]); every chunk carries the title.
+pub fn chunk(doc: &Document, tokenizer: Option<&Tokenizer>, max_tokens: usize, overlap: usize) -> Vec<Chunk> {
+    let windows = chunk::windows(&doc.text, tokenizer, max_tokens, overlap);
+    let hash_input = format!(
+        "{max_tokens}/{overlap}\n{}\n{}\n{}",
+        doc.title,
+        doc.text,
+        serde_json::to_string(&doc.metadata).unwrap_or_default()
+    );
     let doc_hash = Uuid::new_v5(&HASH_NAMESPACE, hash_input.as_bytes()).to_string();
     let of = windows.len() as u32;
     windows
@@ -152,38 +167,49 @@ pub fn chunk(doc: &Document, words_per_chunk: usize, overlap: usize) -> Vec<Chun
         .collect()
 }
 
-/// Ingests documents into the index with a progress bar (hidden when `progress` is false), then flushes.
-pub async fn ingest(
-    index: &dyn VectorIndex,
-    docs: Vec<Document>,
-    words_per_chunk: usize,
-    overlap: usize,
-    progress: bool,
-) -> anyhow::Result<IngestSummary> {
+/// Documents per write batch: their chunks are embedded together and upserted in one operation.
+const BATCH_DOCS: usize = 256;
+
+/// Ingests documents with a progress bar (hidden when `progress` is false), then flushes. Unchanged documents
+/// (same content hash, chunking and embedder) are skipped; changed ones have all their chunks replaced.
+pub async fn ingest(retriever: &Retriever, docs: Vec<Document>, progress: bool) -> anyhow::Result<IngestSummary> {
+    let started = Instant::now();
     let bar = if progress { ProgressBar::new(docs.len() as u64) } else { ProgressBar::hidden() };
     bar.set_style(
         ProgressStyle::with_template("{spinner} ingesting [{bar:40}] {pos}/{len} documents ({per_sec}, eta {eta})")
             .unwrap_or_else(|_| ProgressStyle::default_bar()),
     );
+    let embedder_id = retriever.embedder.as_ref().map(|e| e.id().to_string()).unwrap_or_default();
+    let tokenizer = retriever.embedder.as_ref().and_then(|e| e.tokenizer()).and_then(|t| chunk::counting(&t));
+    let (max_tokens, overlap) = (retriever.settings.chunk_tokens, retriever.settings.chunk_overlap_tokens);
     let mut summary = IngestSummary { documents: docs.len(), ..Default::default() };
-    for doc in &docs {
-        let chunks = chunk(doc, words_per_chunk, overlap);
-        let n = chunks.len();
-        match index.upsert_document(chunks).await.with_context(|| format!("cannot ingest document {}", doc.id))? {
-            Upserted::Unchanged => summary.unchanged += 1,
-            Upserted::Inserted => {
-                summary.inserted += 1;
-                summary.chunks += n;
+    let mut seen = std::collections::HashSet::new();
+    for batch in docs.chunks(BATCH_DOCS) {
+        let mut chunks = Vec::new();
+        for doc in batch {
+            if !seen.insert(doc.id.as_str()) {
+                bail!("document id {:?} appears twice in this ingestion", doc.id);
             }
-            Upserted::Replaced => {
-                summary.replaced += 1;
-                summary.chunks += n;
+            let doc_chunks = chunk(doc, tokenizer.as_ref(), max_tokens, overlap);
+            let first = &doc_chunks[0];
+            match retriever.index.doc_state(&doc.id).await.with_context(|| format!("cannot read document {}", doc.id))? {
+                Some(s) if s.doc_hash == first.doc_hash && s.of == first.of && s.embedder == embedder_id => {
+                    summary.unchanged += 1;
+                    continue;
+                }
+                Some(_) => summary.replaced += 1,
+                None => summary.inserted += 1,
             }
+            chunks.extend(doc_chunks);
         }
-        bar.inc(1);
+        summary.chunks += chunks.len();
+        let points = retriever.points(chunks).await?;
+        retriever.index.replace(points).await.context("cannot write to the index")?;
+        bar.inc(batch.len() as u64);
     }
-    index.flush().await?;
+    retriever.index.flush().await?;
     bar.finish_and_clear();
+    summary.elapsed = started.elapsed();
     Ok(summary)
 }
 
@@ -207,7 +233,7 @@ mod tests {
     #[test]
     fn chunks_overlap_and_carry_the_title() {
         let doc = Document { id: "d".into(), title: "T".into(), text: (0..50).map(|i| i.to_string()).collect::<Vec<_>>().join(" "), metadata: JsonMap::new() };
-        let chunks = chunk(&doc, 20, 5);
+        let chunks = chunk(&doc, None, 20, 5);
         assert_eq!(chunks.len(), 3);
         assert!(chunks.iter().all(|c| c.title == "T" && c.of == 3));
         assert!(chunks[1].text.starts_with("15 "));

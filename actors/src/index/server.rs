@@ -1,0 +1,315 @@
+//! [`ServerIndex`]: the production backend, a Qdrant server over gRPC (qdrant-client). It creates its collection
+//! (named dense vector + BM25 sparse vector with IDF) and payload indexes at start-up, and runs the same
+//! [`SearchPlan`] as the embedded backend: [`to_grpc_query`] is the translation, tested without a server.
+
+use std::time::Duration;
+
+use anyhow::Context;
+use async_trait::async_trait;
+use qdrant_client::{
+    qdrant::{
+        vector_output, Condition as GrpcCondition, CountPointsBuilder, CreateCollectionBuilder,
+        CreateFieldIndexCollectionBuilder, DeletePointsBuilder, DenseVector, Distance, FieldType as GrpcFieldType,
+        Filter, GetPointsBuilder, Modifier, NamedVectors, PointStruct, PrefetchQueryBuilder, Query, QueryPoints,
+        QueryPointsBuilder, Range, RrfBuilder, ScrollPointsBuilder, SparseVectorParamsBuilder,
+        SparseVectorsConfigBuilder, UpsertPointsBuilder, Vector, VectorInput, VectorParamsBuilder,
+        VectorsConfigBuilder, VectorsSelector,
+    },
+    Payload, Qdrant,
+};
+use sleuth_messages::Hit;
+
+use super::{
+    doc_state_from_payload, document_order, hit_from_payload, point_uuid, Candidate, Condition, DocState, FieldType,
+    Lane, PayloadFilter, Point, SearchPlan, VectorIndex, DENSE, SPARSE,
+};
+
+pub struct ServerIndex {
+    client: Qdrant,
+    collection: String,
+    dim: usize,
+}
+
+/// The gRPC form of a [`PayloadFilter`].
+pub fn to_grpc_filter(filter: &PayloadFilter) -> Option<Filter> {
+    if filter.is_empty() {
+        return None;
+    }
+    let conditions = filter.must.iter().map(|(path, condition)| match condition {
+        Condition::Keyword(values) => GrpcCondition::matches(path.clone(), values.clone()),
+        Condition::Integer(values) => GrpcCondition::matches(path.clone(), values.clone()),
+        Condition::Bool(b) => GrpcCondition::matches(path.clone(), *b),
+        Condition::Range { gt, gte, lt, lte } => GrpcCondition::range(path.clone(), Range { gt: *gt, gte: *gte, lt: *lt, lte: *lte }),
+    });
+    Some(Filter::must(conditions))
+}
+
+fn vector_input(lane: &Lane) -> VectorInput {
+    match lane {
+        Lane::Dense(v) => VectorInput::new_dense(v.clone()),
+        Lane::Sparse(s) => VectorInput::new_sparse(s.indices.clone(), s.values.clone()),
+    }
+}
+
+/// The gRPC form of a [`SearchPlan`] against `collection`.
+pub fn to_grpc_query(plan: &SearchPlan, collection: &str) -> anyhow::Result<QueryPoints> {
+    let filter = to_grpc_filter(&plan.filter);
+    let mut builder = QueryPointsBuilder::new(collection).limit(plan.limit as u64).with_payload(true);
+    if plan.with_dense {
+        builder = builder.with_vectors(VectorsSelector { names: vec![DENSE.to_string()] });
+    }
+    if let Some(f) = &filter {
+        builder = builder.filter(f.clone());
+    }
+    if plan.fused() {
+        for lane in &plan.lanes {
+            let mut prefetch = PrefetchQueryBuilder::default()
+                .query(Query::new_nearest(vector_input(lane)))
+                .using(lane.vector_name())
+                .limit(plan.prefetch_limit as u64);
+            if let Some(f) = &filter {
+                prefetch = prefetch.filter(f.clone());
+            }
+            if let Some(t) = plan.threshold_for(lane) {
+                prefetch = prefetch.score_threshold(t);
+            }
+            builder = builder.add_prefetch(prefetch);
+        }
+        builder = builder.query(Query::new_rrf(RrfBuilder::with_k(plan.rrf_k)));
+    } else {
+        let lane = plan.lanes.first().context("a search plan needs at least one lane")?;
+        builder = builder.query(Query::new_nearest(vector_input(lane))).using(lane.vector_name());
+        if let Some(t) = plan.threshold_for(lane) {
+            builder = builder.score_threshold(t);
+        }
+    }
+    Ok(builder.build())
+}
+
+fn grpc_field_type(ty: FieldType) -> GrpcFieldType {
+    match ty {
+        FieldType::Keyword => GrpcFieldType::Keyword,
+        FieldType::Integer => GrpcFieldType::Integer,
+        FieldType::Float => GrpcFieldType::Float,
+        FieldType::Bool => GrpcFieldType::Bool,
+    }
+}
+
+fn json_map(payload: std::collections::HashMap<String, qdrant_client::qdrant::Value>) -> serde_json::Map<String, serde_json::Value> {
+    Payload::from(payload).into()
+}
+
+impl ServerIndex {
+    /// Connects to `url` (gRPC, e.g. `http://localhost:6334`) and makes sure the collection and its payload
+    /// indexes exist.
+    pub async fn connect(
+        url: &str,
+        api_key: Option<String>,
+        collection: &str,
+        dim: usize,
+        indexed: &[(String, FieldType)],
+    ) -> anyhow::Result<ServerIndex> {
+        let mut builder = Qdrant::from_url(url).timeout(Duration::from_secs(30)).connect_timeout(Duration::from_secs(5));
+        if let Some(key) = api_key.filter(|k| !k.is_empty()) {
+            builder = builder.api_key(key);
+        }
+        let client = builder.build().with_context(|| format!("invalid Qdrant URL {url}"))?;
+        let exists = client
+            .collection_exists(collection)
+            .await
+            .with_context(|| format!("cannot reach Qdrant at {url} (is it running? the gRPC port is usually 6334)"))?;
+        if !exists {
+            let mut vectors = VectorsConfigBuilder::default();
+            vectors.add_named_vector_params(DENSE, VectorParamsBuilder::new(dim as u64, Distance::Cosine));
+            let mut sparse = SparseVectorsConfigBuilder::default();
+            sparse.add_named_vector_params(SPARSE, SparseVectorParamsBuilder::default().modifier(Modifier::Idf));
+            client
+                .create_collection(CreateCollectionBuilder::new(collection).vectors_config(vectors).sparse_vectors_config(sparse))
+                .await
+                .with_context(|| format!("cannot create collection {collection}"))?;
+        }
+        for (path, ty) in indexed {
+            client
+                .create_field_index(CreateFieldIndexCollectionBuilder::new(collection, path, grpc_field_type(*ty)).wait(true))
+                .await
+                .with_context(|| format!("cannot create the payload index on {path}"))?;
+        }
+        Ok(ServerIndex { client, collection: collection.to_string(), dim })
+    }
+
+    async fn delete_docs(&self, doc_ids: &[String]) -> anyhow::Result<()> {
+        let filter = to_grpc_filter(&PayloadFilter::doc_ids(doc_ids.to_vec())).expect("non-empty filter");
+        self.client.delete_points(DeletePointsBuilder::new(&self.collection).points(filter).wait(true)).await?;
+        Ok(())
+    }
+}
+
+#[async_trait]
+impl VectorIndex for ServerIndex {
+    async fn search(&self, plan: &SearchPlan) -> anyhow::Result<Vec<Candidate>> {
+        if plan.lanes.is_empty() {
+            return Ok(Vec::new());
+        }
+        let response = self.client.query(to_grpc_query(plan, &self.collection)?).await.context("Qdrant query failed")?;
+        Ok(response
+            .result
+            .into_iter()
+            .filter_map(|p| {
+                let dense = p.vectors.as_ref().and_then(|v| v.get_vector_by_name(DENSE)).and_then(|v| match v {
+                    vector_output::Vector::Dense(DenseVector { data }) => Some(data),
+                    _ => None,
+                });
+                let hit = hit_from_payload(&json_map(p.payload), p.score)?;
+                Some(Candidate { hit, dense })
+            })
+            .collect())
+    }
+
+    async fn fetch(&self, filter: &PayloadFilter, limit: usize) -> anyhow::Result<Vec<Hit>> {
+        let mut scroll = ScrollPointsBuilder::new(&self.collection).limit(limit as u32).with_payload(true);
+        if let Some(f) = to_grpc_filter(filter) {
+            scroll = scroll.filter(f);
+        }
+        let response = self.client.scroll(scroll).await.context("Qdrant scroll failed")?;
+        let mut hits: Vec<Hit> = response.result.into_iter().filter_map(|r| hit_from_payload(&json_map(r.payload), 1.0)).collect();
+        document_order(&mut hits);
+        Ok(hits)
+    }
+
+    async fn doc_state(&self, doc_id: &str) -> anyhow::Result<Option<DocState>> {
+        let id = point_uuid(&format!("{doc_id}#0")).to_string();
+        let response = self
+            .client
+            .get_points(GetPointsBuilder::new(&self.collection, vec![id.into()]).with_payload(true))
+            .await
+            .context("Qdrant get failed")?;
+        Ok(response.result.into_iter().next().and_then(|r| doc_state_from_payload(&json_map(r.payload))))
+    }
+
+    async fn replace(&self, points: Vec<Point>) -> anyhow::Result<()> {
+        if points.is_empty() {
+            return Ok(());
+        }
+        let mut doc_ids: Vec<String> = points.iter().map(|p| p.chunk.doc_id.clone()).collect();
+        doc_ids.sort();
+        doc_ids.dedup();
+        self.delete_docs(&doc_ids).await?;
+        let points: Vec<PointStruct> = points
+            .into_iter()
+            .map(|p| {
+                let mut vectors = NamedVectors::default().add_vector(SPARSE, Vector::new_sparse(p.sparse.indices.clone(), p.sparse.values.clone()));
+                if let Some(dense) = &p.dense {
+                    vectors = vectors.add_vector(DENSE, Vector::new_dense(dense.clone()));
+                }
+                let payload = Payload::try_from(p.payload()).map_err(|e| anyhow::anyhow!("bad payload: {e}"))?;
+                Ok(PointStruct::new(p.chunk.point_id().to_string(), vectors, payload))
+            })
+            .collect::<anyhow::Result<_>>()?;
+        self.client.upsert_points(UpsertPointsBuilder::new(&self.collection, points).wait(true)).await.context("Qdrant upsert failed")?;
+        Ok(())
+    }
+
+    async fn delete(&self, doc_ids: &[String]) -> anyhow::Result<usize> {
+        let mut existed = 0;
+        for id in doc_ids {
+            existed += usize::from(self.doc_state(id).await?.is_some());
+        }
+        if !doc_ids.is_empty() {
+            self.delete_docs(doc_ids).await?;
+        }
+        Ok(existed)
+    }
+
+    async fn flush(&self) -> anyhow::Result<()> {
+        // Writes use `wait = true`: the server has applied them when the call returns.
+        Ok(())
+    }
+
+    async fn count(&self) -> anyhow::Result<usize> {
+        let response = self.client.count(CountPointsBuilder::new(&self.collection).exact(true)).await.context("Qdrant count failed")?;
+        Ok(response.result.map_or(0, |r| r.count as usize))
+    }
+
+    fn dense_dim(&self) -> usize {
+        self.dim
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use qdrant_client::qdrant::{query::Variant, r#match::MatchValue, condition::ConditionOneOf, vector_input::Variant as Input};
+
+    use super::*;
+    use crate::index::SparseVector;
+
+    fn plan(lanes: Vec<Lane>, filter: PayloadFilter) -> SearchPlan {
+        SearchPlan { lanes, filter, prefetch_limit: 40, rrf_k: 61, limit: 8, dense_threshold: Some(0.2), with_dense: true }
+    }
+
+    fn sparse() -> Lane {
+        Lane::Sparse(SparseVector { indices: vec![3, 9], values: vec![1.0, 0.5] })
+    }
+
+    #[test]
+    fn hybrid_plans_become_two_prefetches_fused_by_rrf_with_k() {
+        let q = to_grpc_query(&plan(vec![Lane::Dense(vec![0.1, 0.2]), sparse()], PayloadFilter::default()), "docs").unwrap();
+        assert_eq!(q.collection_name, "docs");
+        assert_eq!(q.limit, Some(8));
+        assert_eq!(q.prefetch.len(), 2);
+        assert_eq!(q.prefetch[0].using.as_deref(), Some(DENSE));
+        assert_eq!(q.prefetch[0].limit, Some(40));
+        assert_eq!(q.prefetch[0].score_threshold, Some(0.2), "the dense lane carries the threshold");
+        assert_eq!(q.prefetch[1].using.as_deref(), Some(SPARSE));
+        assert_eq!(q.prefetch[1].score_threshold, None, "BM25 is not thresholded");
+        match q.prefetch[1].query.as_ref().and_then(|q| q.variant.clone()) {
+            Some(Variant::Nearest(v)) => assert!(matches!(v.variant, Some(Input::Sparse(s)) if s.indices == vec![3, 9])),
+            other => panic!("sparse prefetch is {other:?}"),
+        }
+        match q.query.and_then(|q| q.variant) {
+            Some(Variant::Rrf(rrf)) => assert_eq!(rrf.k, Some(61)),
+            other => panic!("top-level query is {other:?}"),
+        }
+        assert!(q.with_vectors.is_some());
+    }
+
+    #[test]
+    fn single_lane_plans_query_the_lane_directly() {
+        let q = to_grpc_query(&plan(vec![sparse()], PayloadFilter::default()), "docs").unwrap();
+        assert!(q.prefetch.is_empty());
+        assert_eq!(q.using.as_deref(), Some(SPARSE));
+        assert_eq!(q.score_threshold, None);
+        assert!(matches!(q.query.and_then(|q| q.variant), Some(Variant::Nearest(_))));
+        let q = to_grpc_query(&plan(vec![Lane::Dense(vec![1.0])], PayloadFilter::default()), "docs").unwrap();
+        assert_eq!((q.using.as_deref(), q.score_threshold), (Some(DENSE), Some(0.2)));
+    }
+
+    #[test]
+    fn every_condition_becomes_a_grpc_condition_on_its_path() {
+        let filter = PayloadFilter {
+            must: vec![
+                ("doc_id".into(), Condition::Keyword(vec!["a".into(), "b".into()])),
+                ("metadata.year".into(), Condition::Integer(vec![2001])),
+                ("metadata.draft".into(), Condition::Bool(false)),
+                ("metadata.score".into(), Condition::Range { gt: None, gte: Some(0.5), lt: None, lte: None }),
+            ],
+        };
+        let q = to_grpc_query(&plan(vec![Lane::Dense(vec![1.0]), sparse()], filter), "docs").unwrap();
+        let f = q.filter.expect("top-level filter");
+        assert_eq!(q.prefetch[0].filter.as_ref(), Some(&f), "prefetches are filtered too");
+        let fields: Vec<_> = f
+            .must
+            .iter()
+            .map(|c| match &c.condition_one_of {
+                Some(ConditionOneOf::Field(field)) => (field.key.clone(), field.r#match.clone().and_then(|m| m.match_value), field.range),
+                other => panic!("{other:?}"),
+            })
+            .collect();
+        assert_eq!(fields[0].0, "doc_id");
+        assert!(matches!(&fields[0].1, Some(MatchValue::Keywords(k)) if k.strings == vec!["a", "b"]));
+        assert!(matches!(&fields[1].1, Some(MatchValue::Integers(i)) if i.integers == vec![2001]));
+        assert!(matches!(&fields[2].1, Some(MatchValue::Boolean(false))));
+        assert_eq!(fields[3].0, "metadata.score");
+        assert_eq!(fields[3].2.map(|r| r.gte), Some(Some(0.5)));
+        assert!(to_grpc_filter(&PayloadFilter::default()).is_none());
+    }
+}

@@ -1,0 +1,148 @@
+//! [`Retriever`]: hybrid retrieval as the retrieve stage, ingestion and `sleuth eval` use it. It embeds the
+//! question (dense lane, when an embedder is available) and weighs its terms (BM25 lane), runs one fused
+//! [`SearchPlan`] on the configured backend, and reranks the candidates.
+
+pub mod bm25;
+pub mod rerank;
+
+use std::sync::Arc;
+
+use anyhow::Context;
+use sleuth_messages::{Hit, JsonMap};
+
+use crate::{
+    config::{Config, IndexBackend, RerankKind, RetrievalConfig},
+    embed::{self, Embedder},
+    index::{Chunk, EdgeIndex, FilterSchema, Lane, PayloadFilter, Point, SearchPlan, ServerIndex, VectorIndex},
+    ingest,
+};
+use bm25::Bm25;
+use rerank::{FeatureReranker, KeepFused, Reranker};
+
+pub struct Retriever {
+    pub index: Arc<dyn VectorIndex>,
+    pub embedder: Option<Arc<dyn Embedder>>,
+    pub settings: RetrievalConfig,
+    bm25: Bm25,
+    reranker: Arc<dyn Reranker>,
+    schema: FilterSchema,
+}
+
+impl Retriever {
+    /// Opens the configured embedder and index backend. On the embedded backend, the bundled demo corpus is
+    /// ingested when the config allows it and it is missing or was embedded by another model.
+    pub async fn open(config: &Config) -> anyhow::Result<Retriever> {
+        let embedder = embed::open(config).await?;
+        let settings = config.retrieval.clone();
+        let schema = FilterSchema::new(&settings.filter_fields);
+        let dim = embedder.as_ref().map_or(config.embedder.dim, |e| e.dim());
+        let indexed = schema.indexed_paths();
+        let index: Arc<dyn VectorIndex> = match settings.backend {
+            IndexBackend::Edge => {
+                let dir = config.data_dir().join("index").join("documents");
+                Arc::new(tokio::task::spawn_blocking(move || EdgeIndex::open(&dir, dim, &indexed)).await??)
+            }
+            IndexBackend::Qdrant => {
+                let url = settings.qdrant_url.clone().context("retrieval.qdrant_url is not set")?;
+                let key = std::env::var(&settings.qdrant_api_key_env).ok();
+                Arc::new(ServerIndex::connect(&url, key, &settings.collection, dim, &indexed).await?)
+            }
+        };
+        let reranker: Arc<dyn Reranker> = match settings.rerank {
+            RerankKind::None => Arc::new(KeepFused),
+            RerankKind::Features => Arc::new(FeatureReranker { weights: settings.rerank_weights }),
+        };
+        let retriever = Retriever { index, embedder, settings, bm25: Bm25::english()?, reranker, schema };
+        if retriever.settings.demo_corpus && retriever.settings.backend == IndexBackend::Edge && retriever.demo_corpus_stale().await? {
+            let docs = ingest::parse_jsonl("demo corpus", ingest::DEMO_CORPUS)?;
+            let summary = ingest::ingest(&retriever, docs, false).await?;
+            tracing::info!(%summary, "ingested the bundled demo corpus");
+        }
+        Ok(retriever)
+    }
+
+    async fn demo_corpus_stale(&self) -> anyhow::Result<bool> {
+        if self.index.count().await? == 0 {
+            return Ok(true);
+        }
+        let first = ingest::parse_jsonl("demo corpus", ingest::DEMO_CORPUS)?.into_iter().next().context("empty demo corpus")?;
+        Ok(match self.index.doc_state(&first.id).await? {
+            Some(state) => state.embedder != self.embedder_id(),
+            None => false,
+        })
+    }
+
+    /// The id stored with every chunk: the embedder's, or empty for BM25 only.
+    pub fn embedder_id(&self) -> String {
+        self.embedder.as_ref().map(|e| e.id().to_string()).unwrap_or_default()
+    }
+
+    /// One line saying how this retriever searches.
+    pub fn describe(&self) -> String {
+        let lanes = match &self.embedder {
+            Some(e) => format!("dense ({}) + BM25, RRF k={}", e.id(), self.settings.rrf_k),
+            None => "BM25 only (no embedding model)".to_string(),
+        };
+        format!("{lanes}, rerank={}, backend={:?}", self.reranker.name(), self.settings.backend).to_lowercase()
+    }
+
+    /// Parses an intent's filters against the schema.
+    pub fn parse_filter(&self, filters: &JsonMap) -> Result<PayloadFilter, String> {
+        self.schema.parse(filters)
+    }
+
+    /// The plan for `query` under `filter`; `limit` is how many candidates come back before reranking.
+    pub async fn plan(&self, query: &str, filter: &PayloadFilter, limit: usize) -> anyhow::Result<SearchPlan> {
+        let mut lanes = Vec::new();
+        if let Some(e) = &self.embedder {
+            let v = e.embed(&[query.to_string()]).await.context("cannot embed the query")?;
+            lanes.push(Lane::Dense(v.into_iter().next().context("no query vector")?));
+        }
+        let sparse = self.bm25.query(query);
+        if !sparse.is_empty() {
+            lanes.push(Lane::Sparse(sparse));
+        }
+        Ok(SearchPlan {
+            lanes,
+            filter: filter.clone(),
+            prefetch_limit: self.settings.prefetch_limit,
+            rrf_k: self.settings.rrf_k,
+            limit,
+            dense_threshold: self.settings.dense_threshold,
+            with_dense: self.embedder.is_some(),
+        })
+    }
+
+    /// The best `limit` chunks for `query`: fused hybrid candidates, reranked.
+    pub async fn search(&self, query: &str, filter: &PayloadFilter, limit: usize) -> anyhow::Result<Vec<Hit>> {
+        let plan = self.plan(query, filter, self.settings.prefetch_limit.max(limit)).await?;
+        let question_dense = plan.lanes.iter().find_map(|l| match l {
+            Lane::Dense(v) => Some(v.clone()),
+            Lane::Sparse(_) => None,
+        });
+        let candidates = self.index.search(&plan).await?;
+        let ranked = self.reranker.rerank(query, question_dense.as_deref(), candidates).await?;
+        Ok(ranked.into_iter().take(limit).map(|c| c.hit).collect())
+    }
+
+    /// Chunks matching a filter, in document order (an ID lookup when the filter names documents).
+    pub async fn fetch(&self, filter: &PayloadFilter, limit: usize) -> anyhow::Result<Vec<Hit>> {
+        self.index.fetch(filter, limit).await
+    }
+
+    /// Computes both vectors of each chunk; dense ones in embedder batches.
+    pub async fn points(&self, chunks: Vec<Chunk>) -> anyhow::Result<Vec<Point>> {
+        let texts: Vec<String> = chunks.iter().map(Chunk::embedding_text).collect();
+        let dense: Vec<Option<Vec<f32>>> = match &self.embedder {
+            Some(e) if !texts.is_empty() => e.embed(&texts).await.context("cannot embed chunks")?.into_iter().map(Some).collect(),
+            _ => vec![None; texts.len()],
+        };
+        let embedder = self.embedder_id();
+        Ok(chunks
+            .into_iter()
+            .zip(texts)
+            .zip(dense)
+            .map(|((chunk, text), dense)| Point { sparse: self.bm25.document(&text), chunk, dense, embedder: embedder.clone() })
+            .collect())
+    }
+}

@@ -1,0 +1,222 @@
+//! Reranking of fused candidates: the [`Reranker`] trait, [`KeepFused`] (RRF order, the baseline) and
+//! [`FeatureReranker`], a linear model over four features that are cheap to compute for every candidate:
+//!
+//! - `fused`: the candidate's position in the RRF list, as 1 − rank/n;
+//! - `dense`: cosine similarity between the question and the chunk (when both have a dense vector);
+//! - `title`: the chunk's document title occurs in the question as a whole phrase (the question names it);
+//! - `bridge`: the chunk's text names the title of another candidate that the question names, i.e. the passage
+//!   is one hop away from an entity of the question ("Lothair II's mother" → the passage that mentions Lothair II);
+//! - `link`: the chunk's title is named in the text of a candidate the question names, the hop in the other
+//!   direction ("the composer of Inherent Vice" → the passage the Inherent Vice passage names as its composer).
+//!
+//! `BENCHMARKS.md` has its effect on the 2Wiki dev set against RRF alone.
+
+use async_trait::async_trait;
+use serde::{Deserialize, Serialize};
+
+use crate::{embed::cosine, index::Candidate};
+
+#[async_trait]
+pub trait Reranker: Send + Sync + 'static {
+    fn name(&self) -> &'static str;
+    /// Reorders `candidates` for the question, best first.
+    async fn rerank(&self, question: &str, question_dense: Option<&[f32]>, candidates: Vec<Candidate>) -> anyhow::Result<Vec<Candidate>>;
+}
+
+/// Keeps the fused order: RRF alone.
+pub struct KeepFused;
+
+#[async_trait]
+impl Reranker for KeepFused {
+    fn name(&self) -> &'static str {
+        "none"
+    }
+
+    async fn rerank(&self, _: &str, _: Option<&[f32]>, candidates: Vec<Candidate>) -> anyhow::Result<Vec<Candidate>> {
+        Ok(candidates)
+    }
+}
+
+/// Weights of [`FeatureReranker`]'s features.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct FeatureWeights {
+    pub fused: f32,
+    pub dense: f32,
+    pub title: f32,
+    pub bridge: f32,
+    pub link: f32,
+}
+
+impl Default for FeatureWeights {
+    fn default() -> Self {
+        FeatureWeights { fused: 1.0, dense: 1.0, title: 1.5, bridge: 0.6, link: 0.6 }
+    }
+}
+
+pub struct FeatureReranker {
+    pub weights: FeatureWeights,
+}
+
+/// Lowercases and turns every run of non-alphanumeric characters into one space, padded with spaces so that
+/// `contains(" phrase ")` is a whole-word test.
+pub fn normalize(text: &str) -> String {
+    let mut out = String::with_capacity(text.len() + 2);
+    out.push(' ');
+    for c in text.chars() {
+        if c.is_alphanumeric() {
+            out.extend(c.to_lowercase());
+        } else if !out.ends_with(' ') {
+            out.push(' ');
+        }
+    }
+    if !out.ends_with(' ') {
+        out.push(' ');
+    }
+    out
+}
+
+/// The phrase a title is recognised by: without a trailing disambiguation such as " (film)", normalised.
+fn title_phrase(title: &str) -> String {
+    let base = match (title.rfind(" ("), title.ends_with(')')) {
+        (Some(i), true) if i > 0 => &title[..i],
+        _ => title,
+    };
+    normalize(base)
+}
+
+const STOPWORDS: &[&str] = &[
+    "a", "an", "the", "of", "in", "on", "and", "or", "to", "is", "it", "by", "for", "with", "who", "what", "where",
+    "when", "which", "why", "how", "film", "song", "born", "die", "died", "same", "both",
+];
+
+/// Whether the question names this title. One-word titles must also be capitalised in the question, so that a
+/// document titled "Director" is not matched by "the director of".
+fn names_title(question: &str, question_norm: &str, phrase: &str) -> bool {
+    let words: Vec<&str> = phrase.split_whitespace().collect();
+    if words.is_empty() || words.iter().all(|w| STOPWORDS.contains(w)) || !question_norm.contains(phrase) {
+        return false;
+    }
+    if words.len() > 1 {
+        return true;
+    }
+    question
+        .split(|c: char| !c.is_alphanumeric())
+        .skip(1)
+        .any(|w| w.chars().next().is_some_and(char::is_uppercase) && w.to_lowercase() == words[0])
+}
+
+#[async_trait]
+impl Reranker for FeatureReranker {
+    fn name(&self) -> &'static str {
+        "features"
+    }
+
+    async fn rerank(&self, question: &str, question_dense: Option<&[f32]>, candidates: Vec<Candidate>) -> anyhow::Result<Vec<Candidate>> {
+        let w = self.weights;
+        let n = candidates.len().max(1) as f32;
+        let question_norm = normalize(question);
+        let phrases: Vec<String> = candidates.iter().map(|c| title_phrase(&c.hit.title)).collect();
+        let named: Vec<bool> = phrases.iter().map(|p| names_title(question, &question_norm, p)).collect();
+        let mut named_phrases: Vec<&str> = phrases.iter().zip(&named).filter(|(_, n)| **n).map(|(p, _)| p.as_str()).collect();
+        named_phrases.sort();
+        named_phrases.dedup();
+        let named_texts: Vec<(&str, String)> = candidates
+            .iter()
+            .zip(&phrases)
+            .zip(&named)
+            .filter(|(_, n)| **n)
+            .map(|((c, p), _)| (p.as_str(), normalize(&c.hit.text)))
+            .collect();
+        let mut scored: Vec<(f32, Candidate)> = candidates
+            .into_iter()
+            .enumerate()
+            .map(|(rank, c)| {
+                let fused = 1.0 - rank as f32 / n;
+                let dense = match (question_dense, c.dense.as_deref()) {
+                    (Some(q), Some(d)) => cosine(q, d),
+                    _ => 0.0,
+                };
+                let title = if named[rank] { 1.0 } else { 0.0 };
+                let text = normalize(&c.hit.text);
+                let bridge = named_phrases.iter().any(|p| *p != phrases[rank] && text.contains(p));
+                let own = phrases[rank].as_str();
+                let link = own.split_whitespace().any(|w| !STOPWORDS.contains(&w))
+                    && named_texts.iter().any(|(p, t)| *p != own && t.contains(own));
+                let flag = |b: bool| f32::from(u8::from(b));
+                let score = w.fused * fused + w.dense * dense + w.title * title + w.bridge * flag(bridge) + w.link * flag(link);
+                (score, c)
+            })
+            .collect();
+        scored.sort_by(|a, b| b.0.total_cmp(&a.0));
+        Ok(scored
+            .into_iter()
+            .map(|(score, mut c)| {
+                c.hit.score = score;
+                c
+            })
+            .collect())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use sleuth_messages::{Hit, JsonMap};
+
+    use super::*;
+
+    fn cand(title: &str, text: &str) -> Candidate {
+        Candidate {
+            hit: Hit { id: format!("{title}#0"), doc_id: title.into(), title: title.into(), text: text.into(), score: 0.0, metadata: JsonMap::new() },
+            dense: None,
+        }
+    }
+
+    #[test]
+    fn normalisation_makes_whole_word_phrases() {
+        assert_eq!(normalize("I'Ll Be Going-Now?"), " i ll be going now ");
+        assert_eq!(title_phrase("Inherent Vice (film)"), " inherent vice ");
+        assert_eq!(title_phrase("(Untitled)"), " untitled ");
+    }
+
+    #[test]
+    fn named_titles_and_their_bridges_rise_to_the_top() {
+        let candidates = vec![
+            cand("Mother", "A mother is a female parent."),
+            cand("Lothair I", "Lothair I was emperor."),
+            cand("Ermengarde of Tours", "Ermengarde was the wife of Lothair I and mother of Lothair II."),
+            cand("Lothair II", "Lothair II was king of Lotharingia."),
+        ];
+        let out = futures::executor::block_on(FeatureReranker { weights: FeatureWeights::default() }.rerank("When did Lothair Ii's mother die?", None, candidates)).unwrap();
+        let titles: Vec<&str> = out.iter().map(|c| c.hit.title.as_str()).collect();
+        assert_eq!(titles, ["Lothair II", "Ermengarde of Tours", "Mother", "Lothair I"]);
+    }
+
+    #[test]
+    fn passages_that_a_named_passage_names_are_linked() {
+        let candidates = vec![
+            cand("Film score", "A film score is music written for a film."),
+            cand("Jonny Greenwood", "Jonny Greenwood is an English musician."),
+            cand("Inherent Vice (film)", "Inherent Vice is a 2014 film with music by Jonny Greenwood."),
+        ];
+        let out = futures::executor::block_on(FeatureReranker { weights: FeatureWeights::default() }.rerank("Where was the composer of Inherent Vice born?", None, candidates)).unwrap();
+        let titles: Vec<&str> = out.iter().map(|c| c.hit.title.as_str()).collect();
+        assert_eq!(titles, ["Inherent Vice (film)", "Jonny Greenwood", "Film score"]);
+    }
+
+    #[test]
+    fn one_word_titles_need_a_capital_in_the_question() {
+        let q = "Who is the director of Alien?";
+        let qn = normalize(q);
+        assert!(names_title(q, &qn, " alien "));
+        assert!(!names_title(q, &qn, " director "));
+        assert!(!names_title(q, &qn, " the "));
+    }
+
+    #[test]
+    fn keep_fused_is_the_identity() {
+        let c = vec![cand("B", "x"), cand("A", "y")];
+        let out = futures::executor::block_on(KeepFused.rerank("A", None, c.clone())).unwrap();
+        assert_eq!(out, c);
+    }
+}

@@ -1,0 +1,90 @@
+//! The OpenAI-compatible embedder against a minimal HTTP server on loopback that answers `/embeddings` the way
+//! OpenAI, vLLM and llama.cpp do: batching, reordering by `index`, normalisation and a wrong dimension.
+
+use std::sync::{Arc, Mutex};
+
+use sleuth_actors::{
+    config::{EmbedderConfig, EmbedderKind},
+    embed::{Embedder, OpenAiEmbedder},
+};
+use tokio::{
+    io::{AsyncReadExt, AsyncWriteExt},
+    net::TcpListener,
+};
+
+/// Serves `/embeddings`: each input's vector is `[len(input), dim-1 zeros…]`, returned in reverse order.
+async fn server(dim: usize, requests: Arc<Mutex<Vec<serde_json::Value>>>) -> String {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move {
+        loop {
+            let Ok((mut sock, _)) = listener.accept().await else { return };
+            let requests = requests.clone();
+            tokio::spawn(async move {
+                let mut buf = Vec::new();
+                let mut chunk = [0u8; 4096];
+                let body = loop {
+                    let n = sock.read(&mut chunk).await.unwrap();
+                    buf.extend_from_slice(&chunk[..n]);
+                    let text = String::from_utf8_lossy(&buf).to_string();
+                    if let Some(split) = text.find("\r\n\r\n") {
+                        let len: usize = text[..split]
+                            .lines()
+                            .find_map(|l| l.to_lowercase().strip_prefix("content-length:").map(|v| v.trim().parse().unwrap()))
+                            .unwrap_or(0);
+                        if buf.len() >= split + 4 + len {
+                            break serde_json::from_slice::<serde_json::Value>(&buf[split + 4..split + 4 + len]).unwrap();
+                        }
+                    }
+                };
+                let inputs: Vec<String> = body["input"].as_array().unwrap().iter().map(|v| v.as_str().unwrap().to_string()).collect();
+                requests.lock().unwrap().push(body);
+                let data: Vec<serde_json::Value> = inputs
+                    .iter()
+                    .enumerate()
+                    .rev()
+                    .map(|(i, t)| {
+                        let mut v = vec![0.0f32; dim];
+                        v[0] = t.len() as f32;
+                        serde_json::json!({"object": "embedding", "index": i, "embedding": v})
+                    })
+                    .collect();
+                let reply = serde_json::json!({"object": "list", "model": "m", "data": data, "usage": {"prompt_tokens": 1, "total_tokens": 1}}).to_string();
+                let response = format!("HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{reply}", reply.len());
+                sock.write_all(response.as_bytes()).await.unwrap();
+            });
+        }
+    });
+    format!("http://{addr}/v1")
+}
+
+fn config(base_url: String, dim: usize) -> EmbedderConfig {
+    EmbedderConfig { kind: EmbedderKind::Openai, base_url: Some(base_url), model: "m".into(), dim, batch: 2, ..Default::default() }
+}
+
+#[tokio::test]
+async fn batches_reorders_and_normalises() {
+    let requests = Arc::new(Mutex::new(Vec::new()));
+    let url = server(4, requests.clone()).await;
+    let e = OpenAiEmbedder::new(&config(url, 4)).unwrap();
+    let texts: Vec<String> = ["a", "bb", "ccc"].map(String::from).to_vec();
+    let v = e.embed(&texts).await.unwrap();
+    assert_eq!(v.len(), 3);
+    for row in &v {
+        assert_eq!(row, &vec![1.0, 0.0, 0.0, 0.0], "normalised, and in input order despite the reversed reply");
+    }
+    let requests = requests.lock().unwrap();
+    assert_eq!(requests.len(), 2, "batch = 2 makes two requests for three texts");
+    assert_eq!(requests[0]["model"], "m");
+    assert_eq!(e.id(), "openai:m");
+}
+
+#[tokio::test]
+async fn a_wrong_dimension_or_a_missing_url_is_a_clear_error() {
+    let url = server(3, Arc::new(Mutex::new(Vec::new()))).await;
+    let e = OpenAiEmbedder::new(&config(url, 4)).unwrap();
+    let err = e.embed(&["x".to_string()]).await.unwrap_err().to_string();
+    assert!(err.contains("3-dimensional") && err.contains("embedder.dim is 4"), "{err}");
+    let err = OpenAiEmbedder::new(&EmbedderConfig { kind: EmbedderKind::Openai, ..Default::default() }).err().unwrap().to_string();
+    assert!(err.contains("embedder.base_url"), "{err}");
+}

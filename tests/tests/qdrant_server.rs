@@ -1,0 +1,52 @@
+//! The Qdrant server backend against a real server. These tests need one, so they are `#[ignore]`d by default
+//! and say so in the test summary; run them with
+//! `SLEUTH_TEST_QDRANT_URL=http://localhost:6334 cargo test -p sleuth-tests --test qdrant_server -- --ignored`.
+//! The translation of every plan and filter into the gRPC query model is tested without a server in
+//! `actors/src/index/server.rs`.
+
+use sleuth_actors::{
+    config::{Config, EmbedderKind, IndexBackend},
+    index::{FieldType, PayloadFilter},
+    ingest::{self, Document},
+    retrieval::Retriever,
+};
+use sleuth_messages::JsonMap;
+
+fn qdrant_url() -> String {
+    std::env::var("SLEUTH_TEST_QDRANT_URL")
+        .unwrap_or_else(|_| panic!("set SLEUTH_TEST_QDRANT_URL to a Qdrant server's gRPC URL, e.g. http://localhost:6334"))
+}
+
+fn doc(id: &str, text: &str, year: i64) -> Document {
+    let mut metadata = JsonMap::new();
+    metadata.insert("year".into(), year.into());
+    Document { id: id.into(), title: id.into(), text: text.into(), metadata }
+}
+
+#[tokio::test]
+#[ignore = "needs a Qdrant server: set SLEUTH_TEST_QDRANT_URL and pass --ignored"]
+async fn server_backend_ingests_idempotently_and_searches_hybrid_with_filters() {
+    let mut config = Config::default();
+    config.retrieval.backend = IndexBackend::Qdrant;
+    config.retrieval.qdrant_url = Some(qdrant_url());
+    config.retrieval.collection = format!("sleuth_test_{}", uuid::Uuid::new_v4().simple());
+    config.retrieval.filter_fields.insert("year".into(), FieldType::Integer);
+    config.embedder.kind = EmbedderKind::Local;
+    let r = Retriever::open(&config).await.expect("open the server backend");
+    let docs = vec![
+        doc("cats", "Domestic cats purr and chase mice.", 2001),
+        doc("bread", "Sourdough bread rises with wild yeast.", 2015),
+    ];
+    let first = ingest::ingest(&r, docs.clone(), false).await.unwrap();
+    assert_eq!((first.inserted, first.unchanged), (2, 0));
+    let again = ingest::ingest(&r, docs, false).await.unwrap();
+    assert_eq!((again.inserted, again.unchanged), (0, 2));
+    let hits = r.search("kitten napping", &PayloadFilter::default(), 2).await.unwrap();
+    assert_eq!(hits[0].doc_id, "cats");
+    let filters: JsonMap = [("year".to_string(), serde_json::json!({"gte": 2010}))].into_iter().collect();
+    let hits = r.search("kitten", &r.parse_filter(&filters).unwrap(), 2).await.unwrap();
+    assert!(hits.iter().all(|h| h.doc_id == "bread"), "{hits:?}");
+    assert_eq!(r.fetch(&PayloadFilter::doc_ids(vec!["bread".into()]), 8).await.unwrap().len(), 1);
+    assert_eq!(r.index.delete(&["cats".into()]).await.unwrap(), 1);
+    assert_eq!(r.index.count().await.unwrap(), 1);
+}
