@@ -17,7 +17,7 @@ use sleuth_messages::Hit;
 use tokio::sync::Mutex;
 
 use super::{
-    doc_state_from_payload, document_order, hit_from_payload, point_uuid, Candidate, Condition, DocState, FieldType,
+    doc_ids_of, doc_state_from_payload, document_order, hit_from_payload, point_uuid, Candidate, Condition, DocState, FieldType,
     Lane, PayloadFilter, Point, SearchPlan, VectorIndex, DENSE, SPARSE,
 };
 
@@ -222,10 +222,7 @@ impl VectorIndex for EdgeIndex {
         }
         let _guard = self.writes.lock().await;
         self.blocking(move |shard| {
-            let mut doc_ids: Vec<String> = points.iter().map(|p| p.chunk.doc_id.clone()).collect();
-            doc_ids.sort();
-            doc_ids.dedup();
-            Self::delete_docs_sync(shard, &doc_ids)?;
+            Self::delete_docs_sync(shard, &doc_ids_of(&points))?;
             let points: Vec<PointStructPersisted> = points
                 .into_iter()
                 .map(|p| {

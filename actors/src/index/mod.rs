@@ -75,6 +75,14 @@ impl Point {
     }
 }
 
+/// The distinct documents these points belong to, sorted.
+pub fn doc_ids_of(points: &[Point]) -> Vec<String> {
+    let mut ids: Vec<String> = points.iter().map(|p| p.chunk.doc_id.clone()).collect();
+    ids.sort();
+    ids.dedup();
+    ids
+}
+
 /// What the index holds for one document: enough to decide whether re-ingestion has anything to do.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DocState {

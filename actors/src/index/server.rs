@@ -20,7 +20,7 @@ use qdrant_client::{
 use sleuth_messages::Hit;
 
 use super::{
-    doc_state_from_payload, document_order, hit_from_payload, point_uuid, Candidate, Condition, DocState, FieldType,
+    doc_ids_of, doc_state_from_payload, document_order, hit_from_payload, point_uuid, Candidate, Condition, DocState, FieldType,
     Lane, PayloadFilter, Point, SearchPlan, VectorIndex, DENSE, SPARSE,
 };
 
@@ -190,10 +190,7 @@ impl VectorIndex for ServerIndex {
         if points.is_empty() {
             return Ok(());
         }
-        let mut doc_ids: Vec<String> = points.iter().map(|p| p.chunk.doc_id.clone()).collect();
-        doc_ids.sort();
-        doc_ids.dedup();
-        self.delete_docs(&doc_ids).await?;
+        self.delete_docs(&doc_ids_of(&points)).await?;
         let points: Vec<PointStruct> = points
             .into_iter()
             .map(|p| {

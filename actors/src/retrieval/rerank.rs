@@ -121,13 +121,9 @@ impl Reranker for FeatureReranker {
         let mut named_phrases: Vec<&str> = phrases.iter().zip(&named).filter(|(_, n)| **n).map(|(p, _)| p.as_str()).collect();
         named_phrases.sort();
         named_phrases.dedup();
-        let named_texts: Vec<(&str, String)> = candidates
-            .iter()
-            .zip(&phrases)
-            .zip(&named)
-            .filter(|(_, n)| **n)
-            .map(|((c, p), _)| (p.as_str(), normalize(&c.hit.text)))
-            .collect();
+        let texts: Vec<String> = candidates.iter().map(|c| normalize(&c.hit.text)).collect();
+        let named_texts: Vec<(&str, &str)> =
+            (0..candidates.len()).filter(|&i| named[i]).map(|i| (phrases[i].as_str(), texts[i].as_str())).collect();
         let mut scored: Vec<(f32, Candidate)> = candidates
             .into_iter()
             .enumerate()
@@ -138,7 +134,7 @@ impl Reranker for FeatureReranker {
                     _ => 0.0,
                 };
                 let title = if named[rank] { 1.0 } else { 0.0 };
-                let text = normalize(&c.hit.text);
+                let text = &texts[rank];
                 let bridge = named_phrases.iter().any(|p| *p != phrases[rank] && text.contains(p));
                 let own = phrases[rank].as_str();
                 let link = own.split_whitespace().any(|w| !STOPWORDS.contains(&w))
