@@ -1,4 +1,4 @@
-//! The command line: `sleuth ask`, `serve`, `ingest docs`, `watch`. Each command loads the configuration and
+//! The command line: `sleuth ask`, `serve`, `ingest docs|graph|delete`, `search`, `watch`, `eval`, `bench`. Each command loads the configuration and
 //! calls into the library; nothing here does work of its own.
 
 use std::{path::PathBuf, process::ExitCode, time::Duration};
@@ -7,7 +7,7 @@ use anyhow::Context;
 use clap::{Parser, Subcommand};
 use sleuth_messages::{AskRequest, Outcome, Stage};
 
-use crate::{client, config::Config, embed, ingest, node::{self, Node}, retrieval::Retriever, telemetry};
+use crate::{client, config::Config, embed, graph, ingest, node::{self, Node}, retrieval::Retriever, telemetry};
 
 #[derive(Debug, Parser)]
 #[command(name = "sleuth", version, about = "Agentic retrieval-augmented generation: plan, retrieve, grade, answer with citations")]
@@ -61,6 +61,29 @@ pub enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Measure the graph primitives on a generated power-law graph in the configured store (Postgres when
+    /// database.url is set): p50/p99 of path (max_hops 4), neighbors and the search lane
+    BenchGraph {
+        #[arg(long, default_value_t = 1_000_000)]
+        edges: usize,
+        #[arg(long, default_value_t = 500)]
+        queries: usize,
+        /// The graph is already loaded (a previous run): only query it
+        #[arg(long)]
+        no_load: bool,
+    },
+    /// Typeahead over the entity graph: names and aliases by prefix (and trigram similarity on Postgres),
+    /// most popular first. Never enters the loop.
+    Search {
+        text: String,
+        /// Only entities of this type (anime, manga, character, episode, document)
+        #[arg(long = "type")]
+        entity_type: Option<String>,
+        #[arg(long, default_value_t = 10)]
+        limit: u32,
+        #[arg(long)]
+        json: bool,
+    },
     /// Manage the local embedding model
     Models {
         #[command(subcommand)]
@@ -86,6 +109,8 @@ pub enum IngestCommand {
         #[arg(required = true)]
         paths: Vec<PathBuf>,
     },
+    /// Entities and edges: JSONL {id,type,name,aliases,popularity,attributes} and {src,dst,relation,weight,attributes}
+    Graph { entities: PathBuf, edges: PathBuf },
     /// Remove documents, by id, with all their chunks
     Delete {
         #[arg(required = true)]
@@ -161,12 +186,62 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             println!("{summary}");
             Ok(ExitCode::SUCCESS)
         }
+        Command::Ingest { what: IngestCommand::Graph { entities, edges } } => {
+            let store = graph::open(&config).await?;
+            let summary = ingest::graph::ingest(store.as_ref(), &entities, &edges, &config.graph.relations, true).await?;
+            println!("{summary} written to {}", store.backend());
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::BenchGraph { edges, queries, no_load } => {
+            let store = graph::open(&config).await?;
+            let g = &config.graph;
+            let bounds = graph::primitives::Bounds { max_hops: g.max_hops, max_fanout_per_hop: g.max_fanout_per_hop, max_results: g.max_results };
+            print!("{}", graph::bench::run(store.as_ref(), edges, queries, !no_load, bounds).await?);
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Search { text, entity_type, limit, json } => {
+            let entity_type = match &entity_type {
+                Some(t) => Some(
+                    serde_json::from_value::<sleuth_messages::EntityType>(serde_json::Value::String(t.clone()))
+                        .map_err(|_| anyhow::anyhow!("unknown --type {t:?}: expected anime, manga, character, episode or document"))?,
+                ),
+                None => None,
+            };
+            let request = sleuth_messages::SearchRequest { text: text.clone(), entity_type, limit: Some(limit) };
+            let reply = match &config.nats.url {
+                Some(url) => client::search_remote(url, &config.subjects(), &request).await?,
+                None => {
+                    let store = graph::open(&config).await?;
+                    match crate::lanes::search(store, request).await {
+                        Ok(entities) => sleuth_messages::EntitiesReply { entities, error: None },
+                        Err(error) => sleuth_messages::EntitiesReply { entities: vec![], error: Some(error) },
+                    }
+                }
+            };
+            if let Some(error) = &reply.error {
+                anyhow::bail!("{}", error.message);
+            }
+            if json {
+                println!("{}", serde_json::to_string_pretty(&reply)?);
+            } else if reply.entities.is_empty() {
+                println!("no entity matches {text:?}");
+            } else {
+                for e in &reply.entities {
+                    println!("{:<10} {:<40} popularity {:<8} {}", e.entity.entity_type.as_str(), e.name, e.popularity, e.entity.id);
+                }
+            }
+            Ok(ExitCode::SUCCESS)
+        }
         Command::Ingest { what: IngestCommand::Delete { ids } } => {
             let mut config = config;
             config.retrieval.demo_corpus = false;
             let retriever = Retriever::open(&config).await?;
             let existed = retriever.index.delete(&ids).await?;
             retriever.index.flush().await?;
+            if let Some(graph) = &retriever.graph {
+                let nodes = ids.iter().map(|id| crate::graph::document_node(id)).collect();
+                graph.write(&crate::graph::GraphWrite { delete: nodes, ..Default::default() }).await?;
+            }
             println!("deleted {existed} of {} documents ({} were not in the index)", ids.len(), ids.len() - existed);
             Ok(ExitCode::SUCCESS)
         }

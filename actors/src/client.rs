@@ -127,3 +127,18 @@ pub fn render(reply: &AskReply) -> String {
     }
     out
 }
+
+/// Asks the search lane (`sleuth.v1.search`) of a cluster.
+pub async fn search_remote(
+    url: &str,
+    subjects: &sleuth_messages::subjects::Subjects,
+    request: &sleuth_messages::SearchRequest,
+) -> anyhow::Result<sleuth_messages::EntitiesReply> {
+    let client = crate::bus::nats::connect(url, "sleuth search").await?;
+    let body = sleuth_messages::codec::encode(request, sleuth_messages::Encoding::MsgPack)?;
+    let reply = tokio::time::timeout(std::time::Duration::from_secs(10), client.request(subjects.search(), body.into()))
+        .await
+        .map_err(|_| anyhow::anyhow!("no answer from {} within 10 s: is a graph stage running?", subjects.search()))?
+        .map_err(|e| anyhow::anyhow!("search request failed: {e}"))?;
+    Ok(sleuth_messages::codec::decode(&reply.payload)?.0)
+}

@@ -19,6 +19,8 @@ pub const ENV_VARS: &[(&str, &str)] = &[
     ("SLEUTH__EMBEDDER__KIND", "local (all-MiniLM-L6-v2, the default), openai, or none for BM25 only"),
     ("SLEUTH__EMBEDDER__MODEL_DIR", "local model directory (default $XDG_CACHE_HOME/sleuth/models/all-MiniLM-L6-v2)"),
     ("SLEUTH__RETRIEVAL__BACKEND", "edge (in-process, the default) or qdrant (server at SLEUTH__RETRIEVAL__QDRANT_URL)"),
+    ("SLEUTH__DATABASE__URL", "set: the graph lives in PostgreSQL at this URL; unset: SQLite in the data dir"),
+    ("DATABASE_URL", "fallback for SLEUTH__DATABASE__URL"),
     ("QDRANT_API_KEY", "API key of the Qdrant server, if it needs one"),
     ("HF_ENDPOINT", "Hugging Face Hub mirror for `sleuth models pull`"),
     ("RUST_LOG", "log filter, e.g. sleuth_actors=debug"),
@@ -35,7 +37,63 @@ pub struct Config {
     pub stages: StagesConfig,
     pub retrieval: RetrievalConfig,
     pub embedder: EmbedderConfig,
+    pub database: DatabaseConfig,
+    pub graph: GraphConfig,
     pub debug: DebugConfig,
+}
+
+/// Where the entity graph lives.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct DatabaseConfig {
+    /// `postgres://…`: the graph lives in PostgreSQL. `None`: SQLite at `<data_dir>/graph.sqlite`.
+    pub url: Option<String>,
+    pub pool_max_size: u32,
+}
+
+impl Default for DatabaseConfig {
+    fn default() -> Self {
+        DatabaseConfig { url: None, pool_max_size: 8 }
+    }
+}
+
+/// The graph stage's vocabulary and hard caps, enforced whatever an intent asks for (seed 000 §3.3).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct GraphConfig {
+    /// The relations an edge may have and an intent may traverse. Anything else is refused.
+    pub relations: Vec<String>,
+    pub max_hops: u32,
+    pub max_fanout_per_hop: u32,
+    pub max_results: u32,
+    /// Server-side `statement_timeout` per query (Postgres).
+    pub statement_timeout_ms: u64,
+    /// Client-side timeout per primitive; the query is cancelled when it fires.
+    pub query_timeout_ms: u64,
+    /// Record `mentions` edges between documents when ingesting them.
+    pub link_mentions: bool,
+    /// Shortest document title or name that counts as a mention, in characters.
+    pub min_mention_chars: usize,
+}
+
+impl Default for GraphConfig {
+    fn default() -> Self {
+        GraphConfig {
+            relations: [
+                "prequel", "sequel", "spinoff", "adapted_from", "same_studio", "shared_staff", "co_appears",
+                "appears_in", "shares_franchise", "mentions",
+            ]
+            .map(String::from)
+            .to_vec(),
+            max_hops: 4,
+            max_fanout_per_hop: 100,
+            max_results: 100,
+            statement_timeout_ms: 2_000,
+            query_timeout_ms: 3_000,
+            link_mentions: true,
+            min_mention_chars: 4,
+        }
+    }
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -267,6 +325,13 @@ impl Config {
         let mut config: Config = figment.extract().map_err(Box::new)?;
         // An empty variable means unset, as in most tools: `SLEUTH__NATS__URL= sleuth ask …` runs embedded.
         config.nats.url = config.nats.url.filter(|u| !u.trim().is_empty());
+        config.database.url = config.database.url.filter(|u| !u.trim().is_empty());
+        if config.database.url.is_none()
+            && let Ok(url) = std::env::var("DATABASE_URL")
+            && !url.is_empty()
+        {
+            config.database.url = Some(url);
+        }
         if config.nats.url.is_none()
             && let Ok(url) = std::env::var("NATS_URL")
             && !url.is_empty()
@@ -329,6 +394,24 @@ impl Config {
             if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') || ["id", "doc_id", "title"].contains(&name.as_str()) {
                 return bad("retrieval.filter_fields", "names must be letters, digits or '_' and not id, doc_id or title");
             }
+        }
+        if let Some(url) = &self.database.url
+            && !(url.starts_with("postgres://") || url.starts_with("postgresql://"))
+        {
+            return bad("database.url", "must be a postgres:// URL (leave it unset for SQLite in the data dir)");
+        }
+        if self.database.pool_max_size == 0 {
+            return bad("database.pool_max_size", "must be at least 1");
+        }
+        let g = &self.graph;
+        if g.relations.is_empty() || g.relations.iter().any(|r| r.is_empty() || !r.chars().all(|c| c.is_ascii_lowercase() || c == '_')) {
+            return bad("graph.relations", "must be a non-empty list of snake_case names");
+        }
+        if g.max_hops == 0 || g.max_fanout_per_hop == 0 || g.max_results == 0 {
+            return bad("graph", "max_hops, max_fanout_per_hop and max_results must be at least 1");
+        }
+        if g.statement_timeout_ms == 0 || g.query_timeout_ms == 0 {
+            return bad("graph", "statement_timeout_ms and query_timeout_ms must be at least 1");
         }
         if self.embedder.dim == 0 || self.embedder.batch == 0 || self.embedder.cache_entries == 0 {
             return bad("embedder", "dim, batch and cache_entries must be at least 1");

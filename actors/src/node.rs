@@ -13,6 +13,7 @@ use crate::{
     bus::{memory::MemoryBus, nats::{self, NatsBus}, Bus},
     config::Config,
     endpoint,
+    graph::{self, GraphStore},
     retrieval::Retriever,
     runtime::{
         dead_letters,
@@ -20,16 +21,20 @@ use crate::{
         worker::WorkerArgs,
         NodeContext, Stats,
     },
-    stages::{grader::Grader, intake, planner::Planner, retrieve::Retrieve, synthesizer::Synthesizer, StageLogic},
+    stages::{
+        grader::Grader, graph::GraphStage, intake, planner::Planner, retrieve::Retrieve, synthesizer::Synthesizer,
+        StageLogic,
+    },
     store::{memory::MemoryStore, nats_kv::KvStore, StateStore},
 };
 
-/// The stages `--stages all` runs. The graph stage arrives with the graph issue.
-pub const ALL_STAGES: [Stage; 5] = [Stage::Intake, Stage::Planner, Stage::Retrieve, Stage::Grader, Stage::Synthesizer];
+/// The stages `--stages all` runs.
+pub const ALL_STAGES: [Stage; 6] = [Stage::Intake, Stage::Planner, Stage::Retrieve, Stage::Graph, Stage::Grader, Stage::Synthesizer];
 
 pub struct Node {
     pub ctx: Arc<NodeContext>,
     pub retriever: Option<Arc<Retriever>>,
+    pub graph: Option<Arc<dyn GraphStore>>,
     supervisor: ActorRef<()>,
     supervisor_handle: JoinHandle<()>,
     tasks: Vec<JoinHandle<()>>,
@@ -37,17 +42,27 @@ pub struct Node {
     _services: Vec<async_nats::service::Service>,
 }
 
-fn logic_for(stage: Stage, config: &Config, retriever: Option<&Arc<Retriever>>) -> anyhow::Result<Option<Arc<dyn StageLogic>>> {
+/// The backends a process's stages use; each is opened only when one of its stages runs here.
+#[derive(Clone, Default)]
+struct Backends {
+    retriever: Option<Arc<Retriever>>,
+    graph: Option<Arc<dyn GraphStore>>,
+}
+
+fn logic_for(stage: Stage, config: &Config, backends: &Backends) -> anyhow::Result<Option<Arc<dyn StageLogic>>> {
     Ok(match stage {
         Stage::Intake => None,
-        Stage::Planner => Some(Arc::new(Planner)),
+        Stage::Planner => Some(Arc::new(Planner { graph_bridges: config.graph.link_mentions })),
         Stage::Retrieve => {
-            let retriever = retriever.context("the retrieve stage needs an index")?.clone();
+            let retriever = backends.retriever.as_ref().context("the retrieve stage needs an index")?.clone();
             Some(Arc::new(Retrieve { retriever, top_k: config.retrieval.top_k }))
         }
-        Stage::Grader => Some(Arc::new(Grader)),
+        Stage::Grader => Some(Arc::new(Grader { graph_bridges: config.graph.link_mentions })),
         Stage::Synthesizer => Some(Arc::new(Synthesizer)),
-        Stage::Graph => anyhow::bail!("the graph stage is not available yet (it arrives with the graph issue)"),
+        Stage::Graph => {
+            let store = backends.graph.as_ref().context("the graph stage needs a graph store")?.clone();
+            Some(Arc::new(GraphStage { store, config: config.graph.clone() }))
+        }
     })
 }
 
@@ -56,10 +71,14 @@ impl Node {
     pub async fn embedded(config: Config) -> anyhow::Result<Node> {
         let config = Arc::new(config);
         let retriever = Arc::new(Retriever::open(&config).await?);
+        let graph = match &retriever.graph {
+            Some(graph) => graph.clone(),
+            None => graph::open(&config).await?,
+        };
         let bus: Arc<dyn Bus> = MemoryBus::new(config.nats.max_deliver.max(1) as u32);
         let store: Arc<dyn StateStore> = Arc::new(MemoryStore::default());
         let ctx = Arc::new(NodeContext { config, bus, store, stats: Arc::new(Stats::default()) });
-        Node::start(ctx, &ALL_STAGES, Some(retriever), Vec::new()).await
+        Node::start(ctx, &ALL_STAGES, Backends { retriever: Some(retriever), graph: Some(graph) }, Vec::new()).await
     }
 
     /// The given stages of this process, attached to NATS.
@@ -71,19 +90,33 @@ impl Node {
         let bus = NatsBus::start(client.clone(), config.clone()).await?;
         let store = KvStore::open(bus.jetstream(), &config.subjects().loops_bucket(), Duration::from_secs(config.nats.loop_ttl_s)).await?;
         let retriever = if stages.contains(&Stage::Retrieve) { Some(Arc::new(Retriever::open(&config).await?)) } else { None };
+        let graph = match (&retriever, stages.contains(&Stage::Graph)) {
+            (_, false) => None,
+            (Some(r), true) if r.graph.is_some() => r.graph.clone(),
+            (_, true) => Some(graph::open(&config).await?),
+        };
         let ctx = Arc::new(NodeContext { config, bus, store: Arc::new(store), stats: Arc::new(Stats::default()) });
         let mut services = Vec::new();
         let mut ask = None;
+        let mut lanes = None;
         for stage in stages {
             let service = endpoint::register_service(&client, *stage).await?;
             if *stage == Stage::Intake {
                 ask = Some(endpoint::ask_endpoint(&service, &ctx).await?);
             }
+            if *stage == Stage::Graph {
+                let subjects = ctx.config.subjects();
+                lanes = Some(crate::lanes::endpoints(&service, subjects.search(), subjects.hydrate()).await?);
+            }
             services.push(service);
         }
-        let mut node = Node::start(ctx.clone(), stages, retriever, services).await?;
+        let mut node = Node::start(ctx.clone(), stages, Backends { retriever, graph: graph.clone() }, services).await?;
         if let Some(ask) = ask {
             node.tasks.push(tokio::spawn(endpoint::serve_ask(ctx, ask)));
+        }
+        if let (Some((search, hydrate)), Some(store)) = (lanes, graph) {
+            node.tasks.push(tokio::spawn(crate::lanes::serve(search, store.clone(), crate::lanes::search)));
+            node.tasks.push(tokio::spawn(crate::lanes::serve(hydrate, store, crate::lanes::hydrate)));
         }
         Ok(node)
     }
@@ -91,7 +124,7 @@ impl Node {
     async fn start(
         ctx: Arc<NodeContext>,
         stages: &[Stage],
-        retriever: Option<Arc<Retriever>>,
+        backends: Backends,
         services: Vec<async_nats::service::Service>,
     ) -> anyhow::Result<Node> {
         // Downstream first, so nothing is published to a stage that is not consuming yet.
@@ -100,7 +133,7 @@ impl Node {
         let mut args = Vec::new();
         let mut consuming = Vec::new();
         for stage in ordered {
-            let Some(logic) = logic_for(stage, &ctx.config, retriever.as_ref())? else { continue };
+            let Some(logic) = logic_for(stage, &ctx.config, &backends)? else { continue };
             let queue = ctx.bus.work_queue(stage).await?;
             args.push(StageArgs { worker: WorkerArgs { ctx: ctx.clone(), logic, queue }, workers: ctx.config.stages.workers });
             consuming.push(stage);
@@ -112,7 +145,7 @@ impl Node {
                 tracing::error!(error = format!("{e:#}"), "dead-letter watcher stopped");
             }
         });
-        Ok(Node { ctx, retriever, supervisor, supervisor_handle, tasks: vec![watcher], _services: services })
+        Ok(Node { ctx, retriever: backends.retriever, graph: backends.graph, supervisor, supervisor_handle, tasks: vec![watcher], _services: services })
     }
 
     /// Submits a question and waits for its final answer, through the events stream. `on_event` sees every

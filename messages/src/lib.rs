@@ -12,6 +12,7 @@ pub mod error;
 pub mod event;
 pub mod intent;
 pub mod loop_state;
+pub mod lookup;
 pub mod plan;
 pub mod report;
 pub mod response;
@@ -29,6 +30,7 @@ pub use loop_state::{
     ActionOutcome, ActionResult, AskReply, Caps, Card, Counters, LoopState, Outcome, Phase, ReplyTo,
     TurnBrief, TurnRecord,
 };
+pub use lookup::{EntitiesReply, EntityRecord, HydrateRequest, SearchRequest, MAX_HYDRATE_IDS, MAX_SEARCH_CHARS};
 pub use plan::PlannerState;
 pub use report::{CheckOutcome, SufficiencyReport};
 pub use response::{AgentResponse, Citation, TerminationReason};

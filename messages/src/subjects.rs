@@ -34,6 +34,9 @@ impl Subjects {
     pub fn search(&self) -> String {
         format!("{}.search", self.prefix)
     }
+    pub fn hydrate(&self) -> String {
+        format!("{}.hydrate", self.prefix)
+    }
     pub fn work(&self, stage: Stage, request_id: Uuid) -> String {
         format!("{}.work.{}.{}", self.prefix, stage, request_id)
     }

@@ -1,10 +1,12 @@
 //! Test-support harness: real services and real `sleuth` processes for the end-to-end tests.
 //!
-//! Services come from, in order: the URL in `SLEUTH_TEST_NATS_URL`; a `nats-server -js` on a random port with a
-//! temporary store when the binary is on PATH. A missing service fails the test with a message naming what to
+//! NATS comes from, in order: the URL in `SLEUTH_TEST_NATS_URL`; a `nats-server -js` on a random port with a
+//! temporary store when the binary is on PATH. PostgreSQL is a fresh database per test on the server in
+//! `SLEUTH_TEST_DATABASE_URL`. A missing service fails the test with a message naming what to
 //! install; it never passes silently.
 
 pub mod nats;
+pub mod postgres;
 pub mod process;
 
 /// A unique, subject-safe name for one test's prefix, suffix and directories.

@@ -139,7 +139,7 @@ impl Drop for ServeProcess {
 
 /// Every stage in its own process.
 pub fn start_all_separately(deployment: &Deployment) -> Vec<ServeProcess> {
-    ["retrieve", "synthesizer", "grader", "planner", "intake"]
+    ["retrieve", "graph", "synthesizer", "grader", "planner", "intake"]
         .into_iter()
         .map(|stage| ServeProcess::start(deployment, stage, &[]))
         .collect()

@@ -2,6 +2,7 @@
 //! overlap (each chunk carries its document's title), embeds in batches, and upserts idempotently by content hash.
 
 pub mod chunk;
+pub mod graph;
 
 use std::{
     path::{Path, PathBuf},
@@ -38,6 +39,8 @@ pub struct IngestSummary {
     pub replaced: usize,
     pub unchanged: usize,
     pub chunks: usize,
+    /// `mentions` edges recorded from these documents' texts.
+    pub links: usize,
     pub elapsed: Duration,
 }
 
@@ -52,14 +55,15 @@ impl std::fmt::Display for IngestSummary {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(
             f,
-            "{} documents: {} new, {} replaced, {} unchanged ({} chunks written in {:.1} s, {:.0} chunks/s)",
+            "{} documents: {} new, {} replaced, {} unchanged ({} chunks written in {:.1} s, {:.0} chunks/s; {} mention links)",
             self.documents,
             self.inserted,
             self.replaced,
             self.unchanged,
             self.chunks,
             self.elapsed.as_secs_f64(),
-            self.chunks_per_second()
+            self.chunks_per_second(),
+            self.links
         )
     }
 }
@@ -208,6 +212,13 @@ pub async fn ingest(retriever: &Retriever, docs: Vec<Document>, progress: bool) 
         bar.inc(batch.len() as u64);
     }
     retriever.index.flush().await?;
+    if let Some(graph) = &retriever.graph {
+        bar.set_message("linking mentions");
+        let linked = crate::graph::mentions::link_documents(graph.as_ref(), &docs, retriever.min_mention_chars)
+            .await
+            .context("cannot record the documents' mention links in the graph")?;
+        summary.links = linked.links;
+    }
     bar.finish_and_clear();
     summary.elapsed = started.elapsed();
     Ok(summary)

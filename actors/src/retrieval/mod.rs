@@ -13,6 +13,7 @@ use sleuth_messages::{Hit, JsonMap};
 use crate::{
     config::{Config, IndexBackend, RerankKind, RetrievalConfig},
     embed::{self, Embedder},
+    graph::{self, GraphStore},
     index::{Chunk, EdgeIndex, FilterSchema, Lane, PayloadFilter, Point, SearchPlan, ServerIndex, VectorIndex},
     ingest,
 };
@@ -23,6 +24,10 @@ pub struct Retriever {
     pub index: Arc<dyn VectorIndex>,
     pub embedder: Option<Arc<dyn Embedder>>,
     pub settings: RetrievalConfig,
+    /// Where ingestion records documents and their mention links; `None` when `graph.link_mentions` is off.
+    pub graph: Option<Arc<dyn GraphStore>>,
+    /// Shortest name that counts as a mention.
+    pub min_mention_chars: usize,
     bm25: Bm25,
     reranker: Arc<dyn Reranker>,
     schema: FilterSchema,
@@ -52,7 +57,17 @@ impl Retriever {
             RerankKind::None => Arc::new(KeepFused),
             RerankKind::Features => Arc::new(FeatureReranker { weights: settings.rerank_weights }),
         };
-        let retriever = Retriever { index, embedder, settings, bm25: Bm25::english()?, reranker, schema };
+        let graph = if config.graph.link_mentions { Some(graph::open(config).await?) } else { None };
+        let retriever = Retriever {
+            index,
+            embedder,
+            settings,
+            graph,
+            min_mention_chars: config.graph.min_mention_chars,
+            bm25: Bm25::english()?,
+            reranker,
+            schema,
+        };
         if retriever.settings.demo_corpus && retriever.settings.backend == IndexBackend::Edge && retriever.demo_corpus_stale().await? {
             let docs = ingest::parse_jsonl("demo corpus", ingest::DEMO_CORPUS)?;
             let summary = ingest::ingest(&retriever, docs, false).await?;

@@ -81,7 +81,7 @@ async fn harness(grader: Arc<dyn StageLogic>, max_deliver: i64) -> Harness {
         stats: Arc::new(Stats::default()),
     });
     let logics: Vec<Arc<dyn StageLogic>> =
-        vec![Arc::new(Synthesizer), grader, Arc::new(Retrieve { retriever, top_k: 4 }), Arc::new(Planner)];
+        vec![Arc::new(Synthesizer), grader, Arc::new(Retrieve { retriever, top_k: 4 }), Arc::new(Planner::default())];
     let mut args = Vec::new();
     for logic in logics {
         let queue = ctx.bus.work_queue(logic.stage()).await.unwrap();
@@ -112,7 +112,7 @@ async fn ask(h: &Harness, query: &str) -> (uuid::Uuid, sleuth_messages::AskReply
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_panicking_worker_is_restarted_and_its_message_redelivered() {
-    let grader = Arc::new(Faulty { inner: Arc::new(Grader), panics: 2, errors: 0, calls: AtomicU32::new(0) });
+    let grader = Arc::new(Faulty { inner: Arc::new(Grader::default()), panics: 2, errors: 0, calls: AtomicU32::new(0) });
     let h = harness(grader.clone(), 5).await;
     let (_, reply) = ask(&h, "Which anime is Luffy in?").await;
     assert!(matches!(reply.outcome, Outcome::Answer(_)), "{:?}", reply.outcome);
@@ -122,7 +122,7 @@ async fn a_panicking_worker_is_restarted_and_its_message_redelivered() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_duplicate_delivery_is_acked_without_reapplying() {
-    let h = harness(Arc::new(Grader), 5).await;
+    let h = harness(Arc::new(Grader::default()), 5).await;
     let (request_id, _) = ask(&h, "Which anime is Luffy in?").await;
     let (before, _) = h.ctx.store.load(request_id).await.unwrap().unwrap();
     let planner_work = WorkItem {
@@ -152,7 +152,7 @@ async fn a_duplicate_delivery_is_acked_without_reapplying() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_stage_failing_every_delivery_ends_the_request_with_an_error() {
-    let grader = Arc::new(Faulty { inner: Arc::new(Grader), panics: 0, errors: u32::MAX / 2, calls: AtomicU32::new(0) });
+    let grader = Arc::new(Faulty { inner: Arc::new(Grader::default()), panics: 0, errors: u32::MAX / 2, calls: AtomicU32::new(0) });
     let h = harness(grader.clone(), 3).await;
     let (_, reply) = ask(&h, "Which anime is Luffy in?").await;
     let Outcome::Error(error) = reply.outcome else { panic!("expected an error outcome") };
@@ -162,7 +162,7 @@ async fn a_stage_failing_every_delivery_ends_the_request_with_an_error() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_worker_panicking_on_every_delivery_is_dead_lettered() {
-    let grader = Arc::new(Faulty { inner: Arc::new(Grader), panics: u32::MAX / 2, errors: 0, calls: AtomicU32::new(0) });
+    let grader = Arc::new(Faulty { inner: Arc::new(Grader::default()), panics: u32::MAX / 2, errors: 0, calls: AtomicU32::new(0) });
     let h = harness(grader.clone(), 2).await;
     let (_, reply) = ask(&h, "Which anime is Luffy in?").await;
     assert!(matches!(reply.outcome, Outcome::Error(ref e) if e.kind == sleuth_messages::ErrorKind::DeadLetter), "{:?}", reply.outcome);

@@ -10,7 +10,12 @@ use super::{
 };
 use crate::{machine, telemetry, text};
 
-pub struct Grader;
+/// The deterministic grader. With `graph_bridges`, a multi-hop question's bridge counts as followed only once
+/// the anchors' mention links were expanded and their best bridges fetched.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Grader {
+    pub graph_bridges: bool,
+}
 
 #[async_trait]
 impl StageLogic for Grader {
@@ -19,7 +24,10 @@ impl StageLogic for Grader {
     }
 
     async fn apply(&self, state: &LoopState, _item: &WorkItem) -> anyhow::Result<LoopState> {
-        let report = grade(state);
+        let mut report = grade(state);
+        if self.graph_bridges {
+            require_graph_bridges(state, &mut report);
+        }
         tracing::info!(request_id = %state.request_id, turn = state.turn, sufficient = report.sufficient, missing = ?report.missing, "graded");
         Ok(machine::apply_report(state, report, telemetry::now_ms())?)
     }
@@ -27,6 +35,25 @@ impl StageLogic for Grader {
 
 fn check(name: &str, passed: bool, detail: String) -> CheckOutcome {
     CheckOutcome { name: name.to_string(), passed, detail }
+}
+
+/// Adds the graph's bridge check to `report`: a multi-hop question is not answered while an anchor's links are
+/// unexpanded or its best bridges unfetched.
+pub fn require_graph_bridges(state: &LoopState, report: &mut SufficiencyReport) {
+    if !needs_bridge(state) {
+        return;
+    }
+    let pending = super::bridge::graph_pending(state);
+    report.checks.push(check(
+        "graph_bridge_followed",
+        !pending,
+        if pending { "anchors' mention links not yet followed".into() } else { "anchors' mention links followed".into() },
+    ));
+    if pending && report.sufficient {
+        report.sufficient = false;
+        report.rationale = "failed: graph_bridge_followed".into();
+        report.gaps.push("graph_bridge_followed: anchors' mention links not yet followed".into());
+    }
 }
 
 /// Runs the acceptance checks on the evidence gathered so far.

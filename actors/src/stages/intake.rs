@@ -33,6 +33,11 @@ pub const RELATION_NOUNS: &[&str] = &[
     "grandmother", "uncle", "aunt", "successor", "predecessor", "studio", "captain", "mentor",
 ];
 
+/// True for a relation noun, singular or plural ("director", "directors").
+pub fn is_relation_noun(word: &str) -> bool {
+    RELATION_NOUNS.contains(&word) || word.strip_suffix('s').is_some_and(|w| RELATION_NOUNS.contains(&w))
+}
+
 /// Validates a request and returns its normalised query.
 pub fn validate(request: &AskRequest, max_bytes: usize) -> Result<String, ErrorResponse> {
     if let Some(v) = request.schema_version
@@ -126,7 +131,13 @@ pub fn analyze(normalized: &str) -> QueryAnalysis {
     let lower = normalized.to_lowercase();
     let keyword_hits = COMPLEXITY_KEYWORDS.iter().filter(|k| text::mentions(&lower, k)).count();
     let subquestions = vec![normalized.to_string()];
-    let (complexity, route) = complexity(query_type, confidence, entities.len(), subquestions.len(), keyword_hits);
+    let (mut complexity, mut route) = complexity(query_type, confidence, entities.len(), subquestions.len(), keyword_hits);
+    // "Where was the director of film X born?" needs X, then the document X names as its director: at least
+    // the standard route's turns (search, expand X's links, fetch the bridge), whatever the score says.
+    if route == Route::Fast && keywords.iter().any(|k| is_relation_noun(k)) {
+        route = Route::Enhanced;
+        complexity.reason = format!("{}; asks for a relation of a named entity: multi-hop, at least enhanced", complexity.reason);
+    }
     QueryAnalysis {
         normalized: normalized.to_string(),
         rewritten: normalized.trim_end_matches(['?', '.', '!']).to_string(),

@@ -3,6 +3,7 @@
 
 pub mod bridge;
 pub mod grader;
+pub mod graph;
 pub mod intake;
 pub mod planner;
 pub mod retrieve;

@@ -11,12 +11,17 @@ use sleuth_messages::{
 };
 
 use super::{
-    bridge::{bridge_groups, needs_bridge},
+    bridge::{bridge_groups, expand_action, fetch_action, graph_anchors, graph_bridges, needs_bridge},
     StageLogic,
 };
 use crate::{machine, text};
 
-pub struct Planner;
+/// The deterministic planner. With `graph_bridges`, multi-hop questions follow the anchors' mention links
+/// through the graph stage; without, they search for the names the anchors' relation sentences carry.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Planner {
+    pub graph_bridges: bool,
+}
 
 #[async_trait]
 impl StageLogic for Planner {
@@ -26,7 +31,7 @@ impl StageLogic for Planner {
 
     async fn apply(&self, state: &LoopState, _item: &WorkItem) -> anyhow::Result<LoopState> {
         let plan = state.plan.is_none().then(|| initial_plan(state));
-        let step = next_step(state);
+        let step = if self.graph_bridges { graph_step(state).unwrap_or_else(|| next_step(state)) } else { next_step(state) };
         tracing::info!(request_id = %state.request_id, turn = state.turn, actions = ?step.actions.iter().map(|a| a.describe()).collect::<Vec<_>>(), "planned");
         Ok(machine::apply_plan(state, step, plan)?)
     }
@@ -105,6 +110,38 @@ fn searched(state: &LoopState) -> Vec<String> {
             _ => None,
         })
         .collect()
+}
+
+/// The multi-hop step through the graph, if one is due: fetch the best bridges of expanded anchors, else expand
+/// the anchors (the cards the question names) through their `mentions` links.
+pub fn graph_step(state: &LoopState) -> Option<NextStep> {
+    if state.turn == 1 || !needs_bridge(state) {
+        return None;
+    }
+    let bridges = graph_bridges(state);
+    let actions: Vec<Action> = if !bridges.is_empty() {
+        bridges.iter().take(sleuth_messages::MAX_PARALLEL_ACTIONS).map(|(anchor, docs)| fetch_action(state, anchor, docs)).collect()
+    } else {
+        let expanded_before = state.turns.iter().flat_map(|t| &t.step.actions).any(|a| matches!(a, Action::PgGraph { .. }));
+        let anchors = graph_anchors(state);
+        if expanded_before && anchors.is_empty() {
+            return None;
+        }
+        anchors.iter().take(sleuth_messages::MAX_PARALLEL_ACTIONS).map(expand_action).collect()
+    };
+    if actions.is_empty() {
+        return None;
+    }
+    let rationale = actions
+        .iter()
+        .filter_map(|a| match a {
+            Action::QdrantSearch { search_intent } => Some(search_intent.rationale.as_str()),
+            Action::PgGraph { graph_intent } => Some(graph_intent.rationale.as_str()),
+            _ => None,
+        })
+        .collect::<Vec<_>>()
+        .join("; ");
+    Some(NextStep { rationale, actions })
 }
 
 /// The deterministic planner's step for the current turn.

@@ -165,6 +165,23 @@ const GOLDEN_WORK_ITEM: &str = "82a8656e76656c6f706586ae736368656d615f7665727369
 const GOLDEN_ASK_REQUEST: &str = "81a57175657279ad57686f206973204c756666793f";
 
 #[test]
+fn lane_requests_golden_bytes_do_not_drift() {
+    use crate::lookup::{HydrateRequest, SearchRequest};
+    let search = SearchRequest { text: "luf".into(), entity_type: Some(EntityType::Character), limit: Some(5) };
+    let hex: String = encode(&search, Encoding::MsgPack).unwrap().iter().map(|b| format!("{b:02x}")).collect();
+    assert_eq!(hex, GOLDEN_SEARCH_REQUEST);
+    let hydrate = HydrateRequest { ids: vec![EntityRef { entity_type: EntityType::Document, id: "d1".into() }] };
+    let hex: String = encode(&hydrate, Encoding::MsgPack).unwrap().iter().map(|b| format!("{b:02x}")).collect();
+    assert_eq!(hex, GOLDEN_HYDRATE_REQUEST);
+    // The nats CLI sends JSON; both lanes accept it.
+    let (req, _) = decode::<SearchRequest>(br#"{"text":"luf"}"#).unwrap();
+    assert_eq!((req.text.as_str(), req.entity_type, req.limit), ("luf", None, None));
+}
+
+const GOLDEN_SEARCH_REQUEST: &str = "83a474657874a36c7566ab656e746974795f74797065a9636861726163746572a56c696d697405";
+const GOLDEN_HYDRATE_REQUEST: &str = "81a36964739182ab656e746974795f74797065a8646f63756d656e74a26964a26431";
+
+#[test]
 fn json_ask_from_the_nats_cli_decodes() {
     let (req, enc) = decode::<AskRequest>(br#"  {"query":"Which anime is Luffy in?"}"#).unwrap();
     assert_eq!(enc, Encoding::Json);

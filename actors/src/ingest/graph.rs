@@ -1,0 +1,205 @@
+//! `sleuth ingest graph ENTITIES.jsonl EDGES.jsonl`: reads typed entities and edges, checks every line (known
+//! entity type, allowlisted relation, no dangling edge) before anything is written, then writes all of it in one
+//! transaction. Ids may be UUIDs or any stable string key (hashed to a UUID), so hand-written files stay readable.
+
+use std::collections::{HashMap, HashSet};
+
+use anyhow::{bail, Context};
+use indicatif::{ProgressBar, ProgressStyle};
+use serde::Deserialize;
+use sleuth_messages::{EntityType, JsonMap};
+use uuid::Uuid;
+
+use crate::graph::{Edge, Entity, GraphStore, GraphWrite};
+
+const KEY_NAMESPACE: Uuid = Uuid::from_u128(0x5e0d_7a11_9c1b_4d6e_8f00_d0c5_0000_0002);
+
+/// The UUID an entity key names: itself when it is a UUID, else a hash of it.
+pub fn entity_id(key: &str) -> Uuid {
+    Uuid::parse_str(key.trim()).unwrap_or_else(|_| Uuid::new_v5(&KEY_NAMESPACE, key.trim().as_bytes()))
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct EntityLine {
+    id: String,
+    #[serde(alias = "entity_type")]
+    r#type: String,
+    name: String,
+    #[serde(default)]
+    aliases: Vec<String>,
+    #[serde(default)]
+    popularity: f64,
+    #[serde(default)]
+    attributes: JsonMap,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct EdgeLine {
+    src: String,
+    dst: String,
+    relation: String,
+    #[serde(default)]
+    attributes: JsonMap,
+    #[serde(default = "one")]
+    weight: f64,
+}
+
+fn one() -> f64 {
+    1.0
+}
+
+/// Totals of one graph ingestion.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct GraphSummary {
+    pub entities: usize,
+    pub unchanged: usize,
+    pub edges: usize,
+}
+
+impl std::fmt::Display for GraphSummary {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} entities ({} unchanged), {} edges", self.entities, self.unchanged, self.edges)
+    }
+}
+
+/// What two checked files hold. `unresolved` are edge endpoints not defined in the entities file, with the line
+/// that names them: they must already be in the graph.
+#[derive(Debug, Clone, Default)]
+pub struct Parsed {
+    pub entities: Vec<Entity>,
+    pub edges: Vec<Edge>,
+    pub unresolved: Vec<(Uuid, String)>,
+}
+
+/// Parses and checks both files; errors name the file and line. Nothing is written.
+pub fn parse(
+    entities_source: &str,
+    entities_text: &str,
+    edges_source: &str,
+    edges_text: &str,
+    relations: &[String],
+) -> anyhow::Result<Parsed> {
+    let mut entities = Vec::new();
+    let mut keys: HashMap<Uuid, String> = HashMap::new();
+    for (i, line) in entities_text.lines().enumerate() {
+        if line.trim().is_empty() {
+            continue;
+        }
+        let at = format!("{entities_source}:{}", i + 1);
+        let e: EntityLine = serde_json::from_str(line).with_context(|| format!("{at}: not a valid entity"))?;
+        let entity_type: EntityType = serde_json::from_value(serde_json::Value::String(e.r#type.clone()))
+            .map_err(|_| anyhow::anyhow!("{at}: unknown entity type {:?} (known: anime, manga, character, episode, document)", e.r#type))?;
+        if e.name.trim().is_empty() {
+            bail!("{at}: entity {:?} has an empty name", e.id);
+        }
+        if !e.popularity.is_finite() {
+            bail!("{at}: popularity must be a finite number");
+        }
+        let id = entity_id(&e.id);
+        if let Some(previous) = keys.insert(id, at.clone()) {
+            bail!("{at}: entity {:?} is already defined at {previous}", e.id);
+        }
+        entities.push(Entity {
+            id,
+            entity_type: entity_type.as_str().into(),
+            name: e.name.trim().into(),
+            aliases: e.aliases,
+            popularity: e.popularity,
+            attributes: e.attributes,
+        });
+    }
+    let mut edges = Vec::new();
+    let mut unresolved = Vec::new();
+    for (i, line) in edges_text.lines().enumerate() {
+        if line.trim().is_empty() {
+            continue;
+        }
+        let at = format!("{edges_source}:{}", i + 1);
+        let e: EdgeLine = serde_json::from_str(line).with_context(|| format!("{at}: not a valid edge"))?;
+        if !relations.contains(&e.relation) {
+            bail!("{at}: relation {:?} is not in graph.relations ({})", e.relation, relations.join(", "));
+        }
+        if !e.weight.is_finite() {
+            bail!("{at}: weight must be a finite number");
+        }
+        let (src, dst) = (entity_id(&e.src), entity_id(&e.dst));
+        for (end, key) in [(src, &e.src), (dst, &e.dst)] {
+            if !keys.contains_key(&end) {
+                unresolved.push((end, format!("{at}: edge endpoint {key:?}")));
+            }
+        }
+        edges.push(Edge { src, dst, relation: e.relation, attributes: e.attributes, weight: e.weight });
+    }
+    Ok(Parsed { entities, edges, unresolved })
+}
+
+/// Ingests both files into `store`: all or nothing, idempotent.
+pub async fn ingest(
+    store: &dyn GraphStore,
+    entities_path: &std::path::Path,
+    edges_path: &std::path::Path,
+    relations: &[String],
+    progress: bool,
+) -> anyhow::Result<GraphSummary> {
+    let read = |p: &std::path::Path| std::fs::read_to_string(p).with_context(|| format!("cannot read {}", p.display()));
+    let bar = if progress { ProgressBar::new_spinner() } else { ProgressBar::hidden() };
+    bar.set_style(ProgressStyle::with_template("{spinner} {msg} ({elapsed})").unwrap_or_else(|_| ProgressStyle::default_spinner()));
+    bar.enable_steady_tick(std::time::Duration::from_millis(120));
+    bar.set_message("checking entities and edges");
+    let Parsed { entities, edges, unresolved } = parse(
+        &entities_path.display().to_string(),
+        &read(entities_path)?,
+        &edges_path.display().to_string(),
+        &read(edges_path)?,
+        relations,
+    )?;
+    // Endpoints not defined in this file must already be in the graph.
+    if !unresolved.is_empty() {
+        let ids: Vec<Uuid> = unresolved.iter().map(|(id, _)| *id).collect::<HashSet<_>>().into_iter().collect();
+        let known: HashSet<Uuid> = store.content_hashes(&ids).await?.into_iter().map(|(id, _)| id).collect();
+        if let Some((_, at)) = unresolved.iter().find(|(id, _)| !known.contains(id)) {
+            bail!("{at} names no entity in this file or in the graph (dangling edge)");
+        }
+    }
+    let before: HashMap<Uuid, String> = store.content_hashes(&entities.iter().map(|e| e.id).collect::<Vec<_>>()).await?.into_iter().collect();
+    let unchanged = entities.iter().filter(|e| before.get(&e.id) == Some(&e.content_hash())).count();
+    let summary = GraphSummary { entities: entities.len(), unchanged, edges: edges.len() };
+    bar.set_message(format!("writing {} entities and {} edges", entities.len(), edges.len()));
+    store.write(&GraphWrite { entities, edges, ..Default::default() }).await.context("cannot write the graph")?;
+    bar.finish_and_clear();
+    Ok(summary)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn relations() -> Vec<String> {
+        vec!["appears_in".into(), "co_appears".into()]
+    }
+
+    #[test]
+    fn bad_lines_are_named() {
+        let ents = "{\"id\":\"a\",\"type\":\"anime\",\"name\":\"A\"}\n{\"id\":\"b\",\"type\":\"robot\",\"name\":\"B\"}\n";
+        let err = parse("e.jsonl", ents, "r.jsonl", "", &relations()).unwrap_err().to_string();
+        assert!(err.contains("e.jsonl:2") && err.contains("robot"), "{err}");
+
+        let ents = "{\"id\":\"a\",\"type\":\"anime\",\"name\":\"A\"}\n";
+        let edges = "{\"src\":\"a\",\"dst\":\"a\",\"relation\":\"appears_in\"}\n{\"src\":\"a\",\"dst\":\"a\",\"relation\":\"hates\"}\n";
+        let err = parse("e.jsonl", ents, "r.jsonl", edges, &relations()).unwrap_err().to_string();
+        assert!(err.contains("r.jsonl:2") && err.contains("hates"), "{err}");
+    }
+
+    #[test]
+    fn endpoints_outside_the_file_are_left_to_check_against_the_graph() {
+        let ents = "{\"id\":\"a\",\"type\":\"anime\",\"name\":\"A\"}\n";
+        let edges = "{\"src\":\"a\",\"dst\":\"zz\",\"relation\":\"appears_in\"}\n";
+        let Parsed { edges, unresolved, .. } = parse("e", ents, "r", edges, &relations()).unwrap();
+        assert_eq!(edges.len(), 1);
+        assert_eq!(unresolved.len(), 1);
+        assert!(unresolved[0].1.contains("r:1"), "{unresolved:?}");
+        assert_eq!(entity_id("zz"), unresolved[0].0);
+    }
+}

@@ -1,0 +1,98 @@
+//! The graph service's request/reply lanes beside the loop: `sleuth.v1.search` (typeahead over entity names) and
+//! `sleuth.v1.hydrate` (many entities by id in one query). Requests are MessagePack or JSON; the reply goes back
+//! in the request's encoding, with a typed error for a bad request.
+
+use std::sync::Arc;
+
+use async_nats::service::{endpoint::Endpoint, Service};
+use bytes::Bytes;
+use futures::StreamExt;
+use serde::de::DeserializeOwned;
+use sleuth_messages::{
+    codec, EntitiesReply, EntityRecord, EntityType, ErrorKind, ErrorResponse, HydrateRequest, SearchRequest,
+    MAX_HYDRATE_IDS, MAX_SEARCH_CHARS,
+};
+use uuid::Uuid;
+
+use crate::{
+    graph::{Entity, GraphError, GraphStore},
+    stages::graph::{entity_ref, node_of},
+};
+
+/// Adds the `search` and `hydrate` endpoints to the graph service.
+pub async fn endpoints(service: &Service, search_subject: String, hydrate_subject: String) -> anyhow::Result<(Endpoint, Endpoint)> {
+    let add = |name: &'static str, subject: String| async move {
+        service.endpoint_builder().name(name).add(subject).await.map_err(|e| anyhow::anyhow!("cannot add the {name} endpoint: {e}"))
+    };
+    Ok((add("search", search_subject).await?, add("hydrate", hydrate_subject).await?))
+}
+
+/// Answers one lane until its endpoint closes.
+pub async fn serve<R, F, Fut>(mut endpoint: Endpoint, store: Arc<dyn GraphStore>, answer: F)
+where
+    R: DeserializeOwned,
+    F: Fn(Arc<dyn GraphStore>, R) -> Fut,
+    Fut: std::future::Future<Output = Result<Vec<EntityRecord>, ErrorResponse>>,
+{
+    while let Some(request) = endpoint.next().await {
+        let payload = &request.message.payload;
+        let encoding = sleuth_messages::Encoding::detect(payload);
+        let reply = match codec::decode::<R>(payload) {
+            Ok((req, _)) => match answer(store.clone(), req).await {
+                Ok(entities) => EntitiesReply { entities, error: None },
+                Err(error) => EntitiesReply { entities: Vec::new(), error: Some(error) },
+            },
+            Err(e) => EntitiesReply { entities: Vec::new(), error: Some(e.into()) },
+        };
+        let body = codec::encode(&reply, encoding).unwrap_or_default();
+        if let Err(e) = request.respond(Ok(Bytes::from(body))).await {
+            tracing::warn!(error = %e, "cannot answer a lane request");
+        }
+    }
+}
+
+fn record(entity: &Entity) -> Option<EntityRecord> {
+    Some(EntityRecord {
+        entity: entity_ref(entity)?,
+        name: entity.name.clone(),
+        aliases: entity.aliases.clone(),
+        popularity: entity.popularity,
+        attributes: entity.attributes.clone(),
+    })
+}
+
+fn backend_error(err: GraphError) -> ErrorResponse {
+    match err {
+        GraphError::Timeout(after) => ErrorResponse::new(ErrorKind::Timeout, format!("graph query timed out after {after:?}")),
+        GraphError::Backend(e) => {
+            tracing::error!(error = format!("{e:#}"), "graph lane failed");
+            ErrorResponse::new(ErrorKind::Unavailable, "the graph database is unavailable")
+        }
+    }
+}
+
+/// Typeahead: validated, clamped, most popular first.
+pub async fn search(store: Arc<dyn GraphStore>, req: SearchRequest) -> Result<Vec<EntityRecord>, ErrorResponse> {
+    let text = req.text.trim();
+    if text.is_empty() || text.chars().count() > MAX_SEARCH_CHARS {
+        return Err(ErrorResponse::new(ErrorKind::InvalidInput, format!("search text must be 1 to {MAX_SEARCH_CHARS} characters")));
+    }
+    let limit = req.limit.unwrap_or(10).clamp(1, 100);
+    let found = store.search(text, req.entity_type.map(EntityType::as_str), limit).await.map_err(backend_error)?;
+    Ok(found.iter().filter_map(record).collect())
+}
+
+/// Hydration: the known ones of `ids`, in the order asked.
+pub async fn hydrate(store: Arc<dyn GraphStore>, req: HydrateRequest) -> Result<Vec<EntityRecord>, ErrorResponse> {
+    if req.ids.len() > MAX_HYDRATE_IDS {
+        return Err(ErrorResponse::new(ErrorKind::InvalidInput, format!("at most {MAX_HYDRATE_IDS} ids per request")));
+    }
+    let ids: Vec<Uuid> = req
+        .ids
+        .iter()
+        .map(node_of)
+        .collect::<Result<_, _>>()
+        .map_err(|message| ErrorResponse::new(ErrorKind::InvalidInput, message))?;
+    let found = store.entities(&ids).await.map_err(backend_error)?;
+    Ok(ids.iter().filter_map(|id| found.iter().find(|e| e.id == *id)).filter_map(record).collect())
+}

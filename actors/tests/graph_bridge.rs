@@ -1,0 +1,87 @@
+//! Mention links and multi-hop bridging, embedded (SQLite graph, qdrant-edge, BM25 only so no model is needed):
+//! ingestion records which documents name which, and the deterministic planner follows them from the document
+//! the question names to the one it needs next.
+
+use sleuth_actors::{
+    config::{Config, EmbedderKind},
+    graph::{document_node, mentions::MENTIONS, Direction, Expand},
+    ingest::{self, Document},
+    node::Node,
+};
+use sleuth_messages::{Action, AskRequest, JsonMap, Outcome};
+
+fn doc(id: &str, title: &str, text: &str) -> Document {
+    Document { id: id.into(), title: title.into(), text: text.into(), metadata: JsonMap::new() }
+}
+
+fn corpus() -> Vec<Document> {
+    let mut docs = vec![
+        doc("cinema", "The Private Life of Cinema", "The Private Life of Cinema is a 2011 documentary film by Quebec director Denys Desjardins. It premiered in Montreal."),
+        doc("desjardins", "Denys Desjardins", "Denys Desjardins is a Canadian filmmaker. Desjardins was born in 1966 in Sainte-Agathe-des-Monts, Quebec."),
+        doc("montreal", "Montreal", "Montreal is the largest city of Quebec and hosts many film festivals."),
+        doc("lothair", "Lothair II", "Lothair II was king of Lotharingia. He was the son of Emperor Lothair I and Ermengarde of Tours."),
+        doc("ermengarde", "Ermengarde of Tours", "Ermengarde of Tours died on 20 March 851. She married Lothair I in 821."),
+    ];
+    // Distractors that share the question's words.
+    for i in 0..12 {
+        docs.push(doc(
+            &format!("film-{i}"),
+            &format!("Private Film {i}"),
+            &format!("Private Film {i} is a documentary about the life of a cinema director, who was born in Paris in 19{i:02}."),
+        ));
+    }
+    docs
+}
+
+async fn node(dir: &std::path::Path) -> Node {
+    let mut config = Config::default();
+    config.data_dir = Some(dir.to_path_buf());
+    config.retrieval.demo_corpus = false;
+    config.embedder.kind = EmbedderKind::None;
+    let node = Node::embedded(config).await.unwrap();
+    let retriever = node.retriever.clone().unwrap();
+    let summary = ingest::ingest(&retriever, corpus(), false).await.unwrap();
+    assert_eq!(summary.links, 3, "mention links recorded: {summary}");
+    node
+}
+
+#[tokio::test]
+async fn ingestion_links_documents_that_name_each_other() {
+    let dir = tempfile::tempdir().unwrap();
+    let node = node(dir.path()).await;
+    let graph = node.graph.clone().unwrap();
+    let step = Expand { relations: vec![MENTIONS.into()], direction: Direction::Out, node_types: vec![], fanout: 10 };
+    let out = graph.expand(&[document_node("lothair")], &step).await.unwrap();
+    let named: Vec<_> = out.iter().map(|a| a.neighbor).collect();
+    assert_eq!(named, vec![document_node("ermengarde")], "Lothair II names Ermengarde of Tours (Lothair I has no document)");
+    let cinema = graph.expand(&[document_node("cinema")], &step).await.unwrap();
+    let targets: Vec<_> = cinema.iter().map(|a| a.neighbor).collect();
+    assert_eq!(targets, vec![document_node("desjardins"), document_node("montreal")], "first-mentioned first");
+
+    // Re-ingesting a changed document replaces its links.
+    let retriever = node.retriever.clone().unwrap();
+    ingest::ingest(&retriever, vec![doc("cinema", "The Private Life of Cinema", "A documentary shot in Montreal.")], false).await.unwrap();
+    let cinema = graph.expand(&[document_node("cinema")], &step).await.unwrap();
+    assert_eq!(cinema.iter().map(|a| a.neighbor).collect::<Vec<_>>(), vec![document_node("montreal")]);
+    node.shutdown().await;
+}
+
+#[tokio::test]
+async fn the_planner_follows_mention_links_to_the_bridge_document() {
+    let dir = tempfile::tempdir().unwrap();
+    let node = node(dir.path()).await;
+    let request_id = uuid::Uuid::now_v7();
+    let question = "Where was the director of film The Private Life Of Cinema born?";
+    let request = AskRequest { request_id: Some(request_id), ..AskRequest::new(question) };
+    let reply = node.ask(request, None).await.unwrap();
+    assert!(matches!(reply.outcome, Outcome::Answer(_)), "{reply:?}");
+    let (state, _) = node.ctx.store.load(request_id).await.unwrap().unwrap();
+    let titles: Vec<&str> = state.cards.iter().map(|c| c.hit.title.as_str()).collect();
+    assert!(titles.contains(&"Denys Desjardins"), "the bridge document was retrieved: {titles:?}");
+    let graph_steps = state.turns.iter().flat_map(|t| &t.step.actions).filter(|a| matches!(a, Action::PgGraph { .. })).count();
+    let bridged_by_graph = state.turns.iter().any(|t| {
+        t.step.actions.iter().any(|a| matches!(a, Action::QdrantSearch { search_intent } if search_intent.filters.contains_key("doc_id")))
+    });
+    assert!(graph_steps >= 1 && bridged_by_graph, "the loop expanded the anchor through the graph: {:#?}", state.turns.iter().map(|t| &t.step).collect::<Vec<_>>());
+    node.shutdown().await;
+}
