@@ -39,7 +39,7 @@ pub enum Command {
     },
     /// Run stages attached to NATS (the container entry point)
     Serve {
-        /// Comma-separated stages (intake, planner, retrieve, grader, synthesizer) or `all`
+        /// Comma-separated stages (intake, planner, retrieve, graph, grader, synthesizer) or `all`
         #[arg(long, default_value = "all", value_delimiter = ',')]
         stages: Vec<String>,
     },
@@ -131,7 +131,7 @@ fn parse_stages(names: &[String]) -> anyhow::Result<Vec<Stage>> {
     names
         .iter()
         .map(|n| {
-            let stage = Stage::parse(n.trim()).with_context(|| format!("unknown stage '{n}', expected one of intake, planner, retrieve, grader, synthesizer or all"))?;
+            let stage = Stage::parse(n.trim()).with_context(|| format!("unknown stage '{n}', expected one of intake, planner, retrieve, graph, grader, synthesizer or all"))?;
             anyhow::ensure!(node::ALL_STAGES.contains(&stage), "the {stage} stage is not available yet");
             Ok(stage)
         })
