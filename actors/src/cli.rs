@@ -202,8 +202,8 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Search { text, entity_type, limit, json } => {
             let entity_type = match &entity_type {
                 Some(t) => Some(
-                    serde_json::from_value::<sleuth_messages::EntityType>(serde_json::Value::String(t.clone()))
-                        .map_err(|_| anyhow::anyhow!("unknown --type {t:?}: expected anime, manga, character, episode or document"))?,
+                    sleuth_messages::EntityType::parse(t)
+                        .with_context(|| format!("unknown --type {t:?}: expected anime, manga, character, episode or document"))?,
                 ),
                 None => None,
             };

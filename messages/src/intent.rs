@@ -16,6 +16,14 @@ pub enum EntityType {
 }
 
 impl EntityType {
+    pub const ALL: [EntityType; 5] =
+        [EntityType::Document, EntityType::Anime, EntityType::Manga, EntityType::Character, EntityType::Episode];
+
+    /// The type named `name` (its `as_str` form), if any.
+    pub fn parse(name: &str) -> Option<EntityType> {
+        EntityType::ALL.into_iter().find(|t| t.as_str() == name)
+    }
+
     pub fn as_str(self) -> &'static str {
         match self {
             EntityType::Document => "document",

@@ -89,8 +89,10 @@ pub fn parse(
         }
         let at = format!("{entities_source}:{}", i + 1);
         let e: EntityLine = serde_json::from_str(line).with_context(|| format!("{at}: not a valid entity"))?;
-        let entity_type: EntityType = serde_json::from_value(serde_json::Value::String(e.r#type.clone()))
-            .map_err(|_| anyhow::anyhow!("{at}: unknown entity type {:?} (known: anime, manga, character, episode, document)", e.r#type))?;
+        let entity_type = EntityType::parse(&e.r#type).with_context(|| {
+            let known: Vec<&str> = EntityType::ALL.iter().map(|t| t.as_str()).collect();
+            format!("{at}: unknown entity type {:?} (known: {})", e.r#type, known.join(", "))
+        })?;
         if e.name.trim().is_empty() {
             bail!("{at}: entity {:?} has an empty name", e.id);
         }

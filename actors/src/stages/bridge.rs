@@ -110,21 +110,48 @@ pub struct Anchor {
     pub title: String,
 }
 
+/// The documents a search fetches by id (its `doc_id` filter), in the order it names them.
+fn fetched_by_id(intent: &SearchIntent) -> Vec<String> {
+    intent
+        .filters
+        .get("doc_id")
+        .and_then(|v| v.as_array())
+        .map(|ids| ids.iter().filter_map(|v| v.as_str().map(str::to_string)).collect())
+        .unwrap_or_default()
+}
+
 /// Documents whose mention links were already expanded, and documents already fetched by id.
 fn explored(state: &LoopState) -> (Vec<String>, Vec<String>) {
     let (mut expanded, mut fetched) = (Vec::new(), Vec::new());
     for action in state.turns.iter().flat_map(|t| &t.step.actions) {
         match action {
             Action::PgGraph { graph_intent } => expanded.push(graph_intent.start.id.clone()),
-            Action::QdrantSearch { search_intent } => {
-                if let Some(ids) = search_intent.filters.get("doc_id").and_then(|v| v.as_array()) {
-                    fetched.extend(ids.iter().filter_map(|v| v.as_str()).map(str::to_string));
-                }
-            }
+            Action::QdrantSearch { search_intent } => fetched.extend(fetched_by_id(search_intent)),
             _ => {}
         }
     }
     (expanded, fetched)
+}
+
+/// The documents a multi-hop chain went through, in the order the loop reached them: each `pg_graph` start
+/// document, then the documents fetched by id.
+pub fn chain_documents(state: &LoopState) -> Vec<String> {
+    let mut docs: Vec<String> = Vec::new();
+    for action in state.turns.iter().flat_map(|t| &t.step.actions) {
+        let ids = match action {
+            Action::PgGraph { graph_intent } if graph_intent.start.entity_type == EntityType::Document => {
+                vec![graph_intent.start.id.clone()]
+            }
+            Action::QdrantSearch { search_intent } => fetched_by_id(search_intent),
+            _ => Vec::new(),
+        };
+        for id in ids {
+            if !docs.contains(&id) {
+                docs.push(id);
+            }
+        }
+    }
+    docs
 }
 
 /// The document the question names for each of its entities (the card whose title is the entity, else the

@@ -109,7 +109,7 @@ pub fn check(config: &GraphConfig, intent: &GraphIntent) -> Result<Checked, Stri
                     single => vec![single.clone()],
                 };
                 for item in list {
-                    let t: EntityType = serde_json::from_value(item.clone()).map_err(|_| format!("filter entity_type: unknown type {item}"))?;
+                    let t = item.as_str().and_then(EntityType::parse).ok_or_else(|| format!("filter entity_type: unknown type {item}"))?;
                     node_types.push(t.as_str().to_string());
                 }
             }
@@ -145,7 +145,9 @@ pub async fn execute(store: &dyn GraphStore, config: &GraphConfig, intent: &Grap
                 return Ok(GraphResult { summary: "no such entities to compare".into(), paths: vec![], node_ids: vec![], count: 0, meta });
             };
             let names = names_of(store, cmp.shared.iter().chain(&cmp.only_a).chain(&cmp.only_b).copied().collect()).await?;
-            let list = |ids: &[Uuid]| ids.iter().filter_map(|id| names.get(id)).map(node_json).collect::<Vec<_>>();
+            let list = |ids: &[Uuid]| {
+                ids.iter().filter_map(|id| names.get(id)).filter_map(|e| Some(node_json(e, &entity_ref(e)?))).collect::<Vec<_>>()
+            };
             meta.insert("attributes".into(), json!(cmp.attribute_diff()));
             meta.insert("shared_neighbors".into(), json!(list(&cmp.shared)));
             meta.insert("only_start_neighbors".into(), json!(list(&cmp.only_a)));
@@ -174,7 +176,7 @@ pub async fn execute(store: &dyn GraphStore, config: &GraphConfig, intent: &Grap
     for r in &reached {
         let Some(entity) = names.get(&r.node) else { continue };
         let Some(reference) = entity_ref(entity) else { continue };
-        let mut node = node_json(entity);
+        let mut node = node_json(entity, &reference);
         node["depth"] = json!(r.depth);
         if let Some((from, hop)) = &r.via {
             node["via"] = json!({"from": names.get(from).map(|e| e.name.clone()), "relation": hop.relation, "forward": hop.forward});
@@ -190,13 +192,14 @@ pub async fn execute(store: &dyn GraphStore, config: &GraphConfig, intent: &Grap
             rels: p.hops.iter().map(|h| h.relation.clone()).collect(),
         })
         .collect();
-    if !paths.is_empty() {
-        meta.insert("path_names".into(), json!(paths.iter().map(|p| describe_path(p, &names)).collect::<Vec<_>>()));
+    let described: Vec<String> = paths.iter().map(|p| describe_path(p, &names)).collect();
+    if !described.is_empty() {
+        meta.insert("path_names".into(), json!(described));
     }
     meta.insert("nodes".into(), json!(nodes_meta));
     let summary = match intent.query_type {
         GraphQueryType::Path if paths.is_empty() => format!("no path within {} hops", bounds.max_hops),
-        GraphQueryType::Path => paths.iter().map(|p| describe_path(p, &names)).collect::<Vec<_>>().join("; "),
+        GraphQueryType::Path => described.join("; "),
         _ if node_ids.is_empty() => format!("{start_name}: no neighbours"),
         _ => format!(
             "{start_name}: {}",
@@ -215,7 +218,7 @@ async fn names_of(store: &dyn GraphStore, mut ids: Vec<Uuid>) -> Result<HashMap<
 
 /// The protocol's reference to a stored entity: documents by their `doc_id`.
 pub fn entity_ref(entity: &Entity) -> Option<EntityRef> {
-    let entity_type: EntityType = serde_json::from_value(json!(entity.entity_type)).ok()?;
+    let entity_type = EntityType::parse(&entity.entity_type)?;
     let id = match entity_type {
         EntityType::Document => entity.doc_id()?.to_string(),
         _ => entity.id.to_string(),
@@ -223,9 +226,8 @@ pub fn entity_ref(entity: &Entity) -> Option<EntityRef> {
     Some(EntityRef { entity_type, id })
 }
 
-fn node_json(entity: &Entity) -> Value {
-    let id = entity_ref(entity).map_or_else(|| entity.id.to_string(), |r| r.id);
-    json!({"id": id, "entity_type": entity.entity_type, "name": entity.name})
+fn node_json(entity: &Entity, reference: &EntityRef) -> Value {
+    json!({"id": reference.id, "entity_type": entity.entity_type, "name": entity.name})
 }
 
 /// "Luffy -[appears_in]-> One Piece <-[appears_in]- Nami".

@@ -112,7 +112,7 @@ pub fn synthesize(state: &LoopState) -> AgentResponse {
     // A multi-hop answer quotes every link of the chain it followed: the anchors it expanded through the graph
     // and the bridge documents it fetched from them, each by its best sentence.
     let stems_ref = &stems;
-    for doc_id in chain_documents(state) {
+    for doc_id in super::bridge::chain_documents(state) {
         if best.iter().any(|(_, card, _)| card.hit.doc_id == doc_id) {
             continue;
         }
@@ -160,30 +160,6 @@ pub fn synthesize(state: &LoopState) -> AgentResponse {
         warnings.push(reason.as_str().to_uppercase());
     }
     response(answer, citations, evidence, confidence, reason, warnings)
-}
-
-/// The documents a multi-hop chain went through, in the order the loop reached them: each `pg_graph` start
-/// document, then the documents fetched by id.
-fn chain_documents(state: &LoopState) -> Vec<String> {
-    let mut docs: Vec<String> = Vec::new();
-    for action in state.turns.iter().flat_map(|t| &t.step.actions) {
-        let ids: Vec<String> = match action {
-            Action::PgGraph { graph_intent } if graph_intent.start.entity_type == EntityType::Document => vec![graph_intent.start.id.clone()],
-            Action::QdrantSearch { search_intent } => search_intent
-                .filters
-                .get("doc_id")
-                .and_then(|v| v.as_array())
-                .map(|ids| ids.iter().filter_map(|v| v.as_str().map(str::to_string)).collect())
-                .unwrap_or_default(),
-            _ => Vec::new(),
-        };
-        for id in ids {
-            if !docs.contains(&id) {
-                docs.push(id);
-            }
-        }
-    }
-    docs
 }
 
 fn response(
