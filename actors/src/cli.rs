@@ -149,18 +149,30 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             request.timeout_ms = timeout_ms;
             let mut printer = |e: &sleuth_messages::Event| eprintln!("{}", client::render_event(e));
             let on_event: Option<&mut (dyn FnMut(&sleuth_messages::Event) + Send)> = if watch { Some(&mut printer) } else { None };
-            let reply = match &config.nats.url {
+            let (reply, state) = match &config.nats.url {
                 Some(url) => {
                     let timeout = Duration::from_millis(timeout_ms.unwrap_or(config.loop_.timeout_ms) + 5_000);
-                    client::ask_remote(url, &config.subjects(), request, timeout, on_event).await?
+                    let reply = client::ask_remote(url, &config.subjects(), request, timeout, on_event).await?;
+                    let state = match (watch, reply.request_id) {
+                        (true, Some(id)) => client::remote_state(url, &config, id).await.ok().flatten(),
+                        _ => None,
+                    };
+                    (reply, state)
                 }
                 None => {
                     let node = Node::embedded(config).await?;
                     let reply = node.ask(request, on_event).await;
+                    let state = match (watch, reply.as_ref().ok().and_then(|r| r.request_id)) {
+                        (true, Some(id)) => node.ctx.store.load(id).await.ok().flatten().map(|(s, _)| s),
+                        _ => None,
+                    };
                     node.shutdown().await;
-                    reply.map_err(|e| anyhow::anyhow!("{e}"))?
+                    (reply.map_err(|e| anyhow::anyhow!("{e}"))?, state)
                 }
             };
+            if let Some(plan) = state.as_ref().and_then(|s| s.plan.as_ref()) {
+                eprintln!("{}", client::render_plan(plan));
+            }
             if json {
                 println!("{}", serde_json::to_string_pretty(&reply)?);
             } else {
@@ -187,9 +199,16 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Command::Ingest { what: IngestCommand::Graph { entities, edges } } => {
-            let store = graph::open(&config).await?;
-            let summary = ingest::graph::ingest(store.as_ref(), &entities, &edges, &config.graph.relations, true).await?;
-            println!("{summary} written to {}", store.backend());
+            let mut config = config;
+            config.retrieval.demo_corpus = false;
+            let retriever = Retriever::open(&config).await?;
+            let store = match &retriever.graph {
+                Some(graph) => graph.clone(),
+                None => graph::open(&config).await?,
+            };
+            let summary =
+                ingest::graph::ingest(store.as_ref(), Some(&retriever), &entities, &edges, &config.graph.relations, true).await?;
+            println!("{summary}; graph in {}, names in the entity collection", store.backend());
             Ok(ExitCode::SUCCESS)
         }
         Command::BenchGraph { edges, queries, no_load } => {

@@ -6,8 +6,40 @@ use std::time::Duration;
 use anyhow::Context;
 use futures::StreamExt;
 use sleuth_messages::{
-    codec, subjects::Subjects, AskReply, AskRequest, Encoding, Event, EventBody, Outcome,
+    codec, subjects::Subjects, AskReply, AskRequest, Encoding, Event, EventBody, LoopState, Outcome, PlannerState,
 };
+
+use crate::{
+    config::Config,
+    store::{nats_kv::KvStore, StateStore},
+};
+
+/// A request's stored loop state on a cluster: its plan, every step and report. `None` once it has expired.
+pub async fn remote_state(url: &str, config: &Config, request_id: uuid::Uuid) -> anyhow::Result<Option<LoopState>> {
+    let client = crate::bus::nats::connect(url, "sleuth ask").await?;
+    let js = async_nats::jetstream::new(client);
+    let store = KvStore::open(&js, &config.subjects().loops_bucket(), Duration::from_secs(config.nats.loop_ttl_s)).await?;
+    Ok(store.load(request_id).await?.map(|(state, _)| state))
+}
+
+/// The plan in a line: strategy, rounds, acceptance criteria and who wrote it.
+pub fn render_plan(plan: &PlannerState) -> String {
+    let name = |v: serde_json::Result<serde_json::Value>| v.ok().and_then(|v| v.as_str().map(str::to_string)).unwrap_or_default();
+    let rounds: Vec<String> = plan
+        .retrieval_rounds
+        .iter()
+        .map(|r| format!("{}: {}", name(serde_json::to_value(r.purpose)), r.query_variants.join(" | ")))
+        .collect();
+    let c = &plan.acceptance_criteria;
+    format!(
+        "· plan      {} [{}], needs {} source(s) covering {:?} ({})",
+        name(serde_json::to_value(plan.strategy)),
+        rounds.join("; "),
+        c.min_independent_sources,
+        c.must_cover_entities,
+        plan.planner_meta.planner_version
+    )
+}
 
 /// Sends `request` to `sleuth.v1.ask` and waits for the reply. With `on_event`, prints progress as it happens.
 pub async fn ask_remote(

@@ -21,6 +21,10 @@ pub const ENV_VARS: &[(&str, &str)] = &[
     ("SLEUTH__RETRIEVAL__BACKEND", "edge (in-process, the default) or qdrant (server at SLEUTH__RETRIEVAL__QDRANT_URL)"),
     ("SLEUTH__DATABASE__URL", "set: the graph lives in PostgreSQL at this URL; unset: SQLite in the data dir"),
     ("DATABASE_URL", "fallback for SLEUTH__DATABASE__URL"),
+    ("SLEUTH__LLM__BASE_URL", "OpenAI-compatible chat endpoint (e.g. http://127.0.0.1:8080/v1): LLM planner, grader and synthesizer; unset: deterministic"),
+    ("SLEUTH__LLM__MODEL", "chat model name sent to that endpoint"),
+    ("SLEUTH__LLM__STRUCTURED_OUTPUT", "json_schema (default) or json_object for servers without json_schema support"),
+    ("OPENAI_API_KEY", "API key of the LLM endpoint, if it needs one (the variable named by llm.api_key_env)"),
     ("QDRANT_API_KEY", "API key of the Qdrant server, if it needs one"),
     ("HF_ENDPOINT", "Hugging Face Hub mirror for `sleuth models pull`"),
     ("RUST_LOG", "log filter, e.g. sleuth_actors=debug"),
@@ -39,6 +43,7 @@ pub struct Config {
     pub embedder: EmbedderConfig,
     pub database: DatabaseConfig,
     pub graph: GraphConfig,
+    pub llm: LlmConfig,
     pub debug: DebugConfig,
 }
 
@@ -74,6 +79,11 @@ pub struct GraphConfig {
     pub link_mentions: bool,
     /// Shortest document title or name that counts as a mention, in characters.
     pub min_mention_chars: usize,
+    /// Load the bundled demo graph (anime, manga, characters) when the embedded graph and entity collection are
+    /// empty. Only with `retrieval.demo_corpus`, the in-process index and SQLite: never into a database you named.
+    pub demo_graph: bool,
+    /// Let the deterministic planner resolve the entities a question names and traverse the graph between them.
+    pub resolve_entities: bool,
 }
 
 impl Default for GraphConfig {
@@ -92,6 +102,8 @@ impl Default for GraphConfig {
             query_timeout_ms: 3_000,
             link_mentions: true,
             min_mention_chars: 4,
+            demo_graph: true,
+            resolve_entities: true,
         }
     }
 }
@@ -136,7 +148,8 @@ pub struct LoopConfig {
     pub no_new_information_rounds: u32,
     pub max_zero_result_steps: u32,
     pub max_hits_per_search: u32,
-    /// 0 means no token budget (the deterministic agents use no tokens).
+    /// LLM tokens (input and output) one request may spend; 0 means no budget. The deterministic agents spend
+    /// none.
     pub token_budget: u32,
     /// Default time budget of a request.
     pub timeout_ms: u64,
@@ -155,7 +168,7 @@ impl Default for LoopConfig {
             no_new_information_rounds: 2,
             max_zero_result_steps: 3,
             max_hits_per_search: 8,
-            token_budget: 0,
+            token_budget: 100_000,
             timeout_ms: 60_000,
             max_timeout_ms: 300_000,
             max_query_bytes: 4096,
@@ -212,6 +225,8 @@ pub struct RetrievalConfig {
     /// Environment variable holding the Qdrant API key, if any.
     pub qdrant_api_key_env: String,
     pub collection: String,
+    /// The Qdrant collection of entity names and aliases, for entity resolution (in-process: `index/entities`).
+    pub entity_collection: String,
     /// RRF constant in Qdrant's formula 1 / (k + rank), rank from 0: Qdrant's default is 2; the paper's 60 is 61.
     pub rrf_k: u32,
     /// Candidates each lane contributes to fusion, and that the reranker sees.
@@ -235,6 +250,7 @@ impl Default for RetrievalConfig {
             qdrant_url: None,
             qdrant_api_key_env: "QDRANT_API_KEY".into(),
             collection: "sleuth_documents".into(),
+            entity_collection: "sleuth_entities".into(),
             rrf_k: 61,
             prefetch_limit: 200,
             dense_threshold: None,
@@ -294,6 +310,97 @@ impl Default for EmbedderConfig {
     }
 }
 
+/// How the LLM is asked for JSON that follows a schema.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StructuredOutput {
+    /// `response_format: {type: json_schema, json_schema: {...}}`: OpenAI, vLLM, recent llama.cpp.
+    JsonSchema,
+    /// `response_format: {type: json_object, schema: {...}}`: servers that reject `json_schema`
+    /// (llama-cpp-python's server); the reply is validated against the schema all the same.
+    JsonObject,
+}
+
+/// Per-agent overrides of the [`LlmConfig`] defaults.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct AgentLlmConfig {
+    pub model: Option<String>,
+    pub temperature: Option<f32>,
+    pub max_tokens: Option<u32>,
+    pub timeout_ms: Option<u64>,
+}
+
+/// A second OpenAI-compatible provider, tried when the first one's retries are spent.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct FallbackLlmConfig {
+    pub base_url: Option<String>,
+    pub model: Option<String>,
+    pub api_key_env: Option<String>,
+}
+
+/// The OpenAI-compatible chat endpoint behind the planner, grader and synthesizer. Without `base_url` they stay
+/// deterministic.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct LlmConfig {
+    /// OpenAI-compatible endpoint including `/v1`, e.g. http://localhost:8080/v1.
+    pub base_url: Option<String>,
+    pub model: String,
+    /// Environment variable holding the API key (may be unset for local servers).
+    pub api_key_env: String,
+    pub temperature: f32,
+    pub max_tokens: u32,
+    /// Per call, including the server's time to first byte and the whole body.
+    pub timeout_ms: u64,
+    pub structured_output: StructuredOutput,
+    /// Retries of one call on 429, 5xx, timeouts and refused connections.
+    pub max_retries: u32,
+    /// First backoff; doubled per retry, plus up to as much again of jitter, capped at `backoff_max_ms`.
+    pub backoff_base_ms: u64,
+    pub backoff_max_ms: u64,
+    /// Re-asks, with a correction prompt, of a reply that is not valid JSON or breaks the schema or its rules.
+    pub max_repairs: u32,
+    /// The circuit opens after this many calls in a row fail ...
+    pub breaker_consecutive_failures: u32,
+    /// ... or when at least this share of the last `breaker_window` calls failed.
+    pub breaker_failure_ratio: f32,
+    pub breaker_window: u32,
+    /// How long an open circuit sends every agent to its deterministic twin before one call probes again.
+    pub breaker_cooldown_ms: u64,
+    pub planner: AgentLlmConfig,
+    pub grader: AgentLlmConfig,
+    pub synthesizer: AgentLlmConfig,
+    pub fallback: FallbackLlmConfig,
+}
+
+impl Default for LlmConfig {
+    fn default() -> Self {
+        LlmConfig {
+            base_url: None,
+            model: "gpt-4o-mini".into(),
+            api_key_env: "OPENAI_API_KEY".into(),
+            temperature: 0.0,
+            max_tokens: 1024,
+            timeout_ms: 60_000,
+            structured_output: StructuredOutput::JsonSchema,
+            max_retries: 3,
+            backoff_base_ms: 500,
+            backoff_max_ms: 10_000,
+            max_repairs: 2,
+            breaker_consecutive_failures: 3,
+            breaker_failure_ratio: 0.5,
+            breaker_window: 10,
+            breaker_cooldown_ms: 30_000,
+            planner: AgentLlmConfig::default(),
+            grader: AgentLlmConfig::default(),
+            synthesizer: AgentLlmConfig::default(),
+            fallback: FallbackLlmConfig::default(),
+        }
+    }
+}
+
 /// Knobs for tests and demos; never needed in production.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
@@ -326,6 +433,7 @@ impl Config {
         // An empty variable means unset, as in most tools: `SLEUTH__NATS__URL= sleuth ask …` runs embedded.
         config.nats.url = config.nats.url.filter(|u| !u.trim().is_empty());
         config.database.url = config.database.url.filter(|u| !u.trim().is_empty());
+        config.llm.base_url = config.llm.base_url.filter(|u| !u.trim().is_empty());
         if config.database.url.is_none()
             && let Ok(url) = std::env::var("DATABASE_URL")
             && !url.is_empty()
@@ -376,6 +484,19 @@ impl Config {
         }
         if self.retrieval.top_k == 0 || self.retrieval.top_k > l.max_hits_per_search {
             return bad("retrieval.top_k", "must be between 1 and loop.max_hits_per_search");
+        }
+        let m = &self.llm;
+        if m.model.trim().is_empty() || m.max_tokens == 0 || m.timeout_ms == 0 {
+            return bad("llm", "model must be named, and max_tokens and timeout_ms must be positive");
+        }
+        if !(0.0..=2.0).contains(&m.temperature) {
+            return bad("llm.temperature", "must be between 0 and 2");
+        }
+        if m.breaker_consecutive_failures == 0 || m.breaker_window == 0 || !(0.0..=1.0).contains(&m.breaker_failure_ratio) {
+            return bad("llm.breaker_*", "consecutive failures and window must be at least 1, the failure ratio within 0..=1");
+        }
+        if m.backoff_base_ms > m.backoff_max_ms {
+            return bad("llm.backoff_base_ms", "must not exceed llm.backoff_max_ms");
         }
         let r = &self.retrieval;
         if r.chunk_tokens < 20 || r.chunk_overlap_tokens >= r.chunk_tokens {

@@ -16,6 +16,7 @@ pub mod graph;
 pub mod index;
 pub mod ingest;
 pub mod lanes;
+pub mod llm;
 pub mod machine;
 pub mod node;
 pub mod retrieval;

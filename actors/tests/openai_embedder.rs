@@ -1,61 +1,36 @@
 //! The OpenAI-compatible embedder against a minimal HTTP server on loopback that answers `/embeddings` the way
 //! OpenAI, vLLM and llama.cpp do: batching, reordering by `index`, normalisation and a wrong dimension.
 
+mod common;
+
 use std::sync::{Arc, Mutex};
 
 use sleuth_actors::{
     config::{EmbedderConfig, EmbedderKind},
     embed::{Embedder, OpenAiEmbedder},
 };
-use tokio::{
-    io::{AsyncReadExt, AsyncWriteExt},
-    net::TcpListener,
-};
 
 /// Serves `/embeddings`: each input's vector is `[len(input), dim-1 zeros…]`, returned in reverse order.
 async fn server(dim: usize, requests: Arc<Mutex<Vec<serde_json::Value>>>) -> String {
-    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    tokio::spawn(async move {
-        loop {
-            let Ok((mut sock, _)) = listener.accept().await else { return };
-            let requests = requests.clone();
-            tokio::spawn(async move {
-                let mut buf = Vec::new();
-                let mut chunk = [0u8; 4096];
-                let body = loop {
-                    let n = sock.read(&mut chunk).await.unwrap();
-                    buf.extend_from_slice(&chunk[..n]);
-                    let text = String::from_utf8_lossy(&buf).to_string();
-                    if let Some(split) = text.find("\r\n\r\n") {
-                        let len: usize = text[..split]
-                            .lines()
-                            .find_map(|l| l.to_lowercase().strip_prefix("content-length:").map(|v| v.trim().parse().unwrap()))
-                            .unwrap_or(0);
-                        if buf.len() >= split + 4 + len {
-                            break serde_json::from_slice::<serde_json::Value>(&buf[split + 4..split + 4 + len]).unwrap();
-                        }
-                    }
-                };
-                let inputs: Vec<String> = body["input"].as_array().unwrap().iter().map(|v| v.as_str().unwrap().to_string()).collect();
-                requests.lock().unwrap().push(body);
-                let data: Vec<serde_json::Value> = inputs
-                    .iter()
-                    .enumerate()
-                    .rev()
-                    .map(|(i, t)| {
-                        let mut v = vec![0.0f32; dim];
-                        v[0] = t.len() as f32;
-                        serde_json::json!({"object": "embedding", "index": i, "embedding": v})
-                    })
-                    .collect();
-                let reply = serde_json::json!({"object": "list", "model": "m", "data": data, "usage": {"prompt_tokens": 1, "total_tokens": 1}}).to_string();
-                let response = format!("HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{reply}", reply.len());
-                sock.write_all(response.as_bytes()).await.unwrap();
-            });
+    common::serve_fn(move |body| {
+        let requests = requests.clone();
+        async move {
+            let inputs: Vec<String> = body["input"].as_array().unwrap().iter().map(|v| v.as_str().unwrap().to_string()).collect();
+            requests.lock().unwrap().push(body);
+            let data: Vec<serde_json::Value> = inputs
+                .iter()
+                .enumerate()
+                .rev()
+                .map(|(i, t)| {
+                    let mut v = vec![0.0f32; dim];
+                    v[0] = t.len() as f32;
+                    serde_json::json!({"object": "embedding", "index": i, "embedding": v})
+                })
+                .collect();
+            (200, serde_json::json!({"object": "list", "model": "m", "data": data, "usage": {"prompt_tokens": 1, "total_tokens": 1}}).to_string())
         }
-    });
-    format!("http://{addr}/v1")
+    })
+    .await
 }
 
 fn config(base_url: String, dim: usize) -> EmbedderConfig {

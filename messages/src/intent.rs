@@ -1,11 +1,12 @@
 //! What the planner asks the executors to do: [`SearchIntent`] for the vector index, [`GraphIntent`] for the graph (seed 000 §2).
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::JsonMap;
 
 /// The collection an intent targets. Documents are passages; the others are the entity graph's node types.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum EntityType {
     Document,
@@ -36,14 +37,14 @@ impl EntityType {
 }
 
 /// A canonical reference to one entity; `id` is its UUID (or document id for documents).
-#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
 pub struct EntityRef {
     pub entity_type: EntityType,
     pub id: String,
 }
 
 /// Structured instruction for the retrieve stage.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct SearchIntent {
     /// Short operational reason, for logs; never chain-of-thought.
     pub rationale: String,
@@ -76,7 +77,7 @@ impl SearchIntent {
 }
 
 /// The bounded graph primitives (seed 000 §3.2).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum GraphQueryType {
     Neighbors,
@@ -86,7 +87,7 @@ pub enum GraphQueryType {
 }
 
 /// Safety limits a graph intent asks for; the graph stage clamps them to its own hard caps.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct GraphLimits {
     #[serde(default = "GraphLimits::default_max_results")]
     pub max_results: u32,
@@ -110,7 +111,7 @@ impl Default for GraphLimits {
 }
 
 /// Structured instruction for the graph stage.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct GraphIntent {
     pub rationale: String,
     pub query_type: GraphQueryType,

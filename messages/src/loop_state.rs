@@ -42,9 +42,19 @@ pub struct Counters {
     pub zero_result_steps: u32,
     /// Consecutive turns that added no new card.
     pub no_new_information_rounds: u32,
+    /// LLM tokens (input and output) spent on this request, retries and repairs included.
     pub tokens_used: u32,
     /// Work messages that arrived after their effect was already recorded.
     pub duplicates_skipped: u32,
+    /// Agent steps that fell back to the deterministic agent because the LLM was unavailable, kept giving
+    /// invalid output or the token budget was spent. Non-zero marks the answer degraded. Absent when zero, so
+    /// states without an LLM encode exactly as before.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub llm_fallbacks: u32,
+}
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
 }
 
 /// Where the loop is. `next_messages` in the actors crate derives what to publish from this alone.

@@ -1,10 +1,11 @@
 //! [`PlannerState`]: the planner's contract for a whole request, emitted once (seed 003 §2).
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::step::ClarifyingQuestion;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Strategy {
     DirectAnswer,
@@ -13,7 +14,7 @@ pub enum Strategy {
     DeferOrRefuse,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum RoundPurpose {
     Recall,
@@ -22,14 +23,14 @@ pub enum RoundPurpose {
     GapFilling,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum RetrievalModeType {
     Bm25,
     Vector,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct RetrievalMode {
     #[serde(rename = "type")]
     pub mode: RetrievalModeType,
@@ -38,7 +39,7 @@ pub struct RetrievalMode {
     pub alpha: Option<f32>,
 }
 
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct RoundFilters {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub doc_types: Option<Vec<String>>,
@@ -50,14 +51,14 @@ pub struct RoundFilters {
     pub time_range: Option<String>,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Rerank {
     pub enabled: bool,
     pub model: String,
     pub rerank_top_k: u32,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct RetrievalRound {
     pub round_id: u32,
     pub purpose: RoundPurpose,
@@ -71,13 +72,13 @@ pub struct RetrievalRound {
     pub max_docs: u32,
 }
 
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct LiteralConstraints {
     pub must_preserve_terms: Vec<String>,
     pub must_match_exactly: bool,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct AcceptanceCriteria {
     pub min_independent_sources: u32,
     pub require_authoritative_source: bool,
@@ -86,7 +87,7 @@ pub struct AcceptanceCriteria {
     pub must_answer_subquestions: Option<Vec<String>>,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct StopConditions {
     pub max_rounds: u32,
     pub max_total_docs: u32,
@@ -95,7 +96,7 @@ pub struct StopConditions {
     pub no_new_information_rounds: u32,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct AnswerRequirements {
     pub format: Vec<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -106,14 +107,14 @@ pub struct AnswerRequirements {
     pub citation_style: Option<String>,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Budget {
     pub max_tokens: u32,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_latency_ms: Option<u64>,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Sensitivity {
     Public,
@@ -121,20 +122,20 @@ pub enum Sensitivity {
     Confidential,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Safety {
     pub sensitivity: Sensitivity,
     pub pii_allowed: bool,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct PlannerMeta {
     pub planner_version: String,
     pub rationale_tags: Vec<String>,
 }
 
 /// The planner's plan for the request: how to search, when to stop and what counts as success.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct PlannerState {
     pub goal: String,
     pub strategy: Strategy,

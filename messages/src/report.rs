@@ -1,16 +1,17 @@
 //! The grader's verdict on the evidence: [`SufficiencyReport`] (seed 000 §B3, seed 002 §5.2, seed 003 acceptance criteria).
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 /// One deterministic acceptance check and whether it passed.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct CheckOutcome {
     pub name: String,
     pub passed: bool,
     pub detail: String,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct SufficiencyReport {
     pub sufficient: bool,
     pub confidence: f32,

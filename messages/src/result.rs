@@ -43,4 +43,10 @@ pub struct GraphResult {
     pub count: u32,
     #[serde(default, skip_serializing_if = "JsonMap::is_empty")]
     pub meta: JsonMap,
+    /// What the traversal found, as citable statements: one per path ("Monkey D. Luffy appears alongside
+    /// Nami") and one per reached entity with the edge that reached it. They become cards like search hits;
+    /// `doc_id` is the entity the statement is about, `metadata.entity_type` its type. Document links
+    /// (`mentions`) produce none: the documents themselves are the evidence.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub evidence: Vec<Hit>,
 }

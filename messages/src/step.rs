@@ -1,5 +1,6 @@
 //! The planner's decision for one turn: a [`NextStep`] with one or two independent [`Action`]s (seed 000 §2 A3, seed 001 §4).
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::intent::{GraphIntent, SearchIntent};
@@ -9,7 +10,7 @@ pub const MAX_PARALLEL_ACTIONS: usize = 2;
 
 /// One bounded action. The intent is part of the variant, so "qdrant_search without a search intent"
 /// cannot be represented once decoded.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(tag = "action", rename_all = "snake_case")]
 pub enum Action {
     QdrantSearch { search_intent: SearchIntent },
@@ -20,7 +21,7 @@ pub enum Action {
 }
 
 /// The action's name, for logs, metrics and validation messages.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum ActionKind {
     QdrantSearch,
@@ -68,7 +69,7 @@ impl ActionKind {
 }
 
 /// A question back to the user (seed 003 clarification).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct ClarifyingQuestion {
     pub question: String,
     pub reason: String,
@@ -76,7 +77,7 @@ pub struct ClarifyingQuestion {
 }
 
 /// The planner's output for one turn.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct NextStep {
     pub rationale: String,
     pub actions: Vec<Action>,

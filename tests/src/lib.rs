@@ -8,6 +8,7 @@
 pub mod nats;
 pub mod postgres;
 pub mod process;
+pub mod seeded;
 
 /// A unique, subject-safe name for one test's prefix, suffix and directories.
 pub fn unique(name: &str) -> String {

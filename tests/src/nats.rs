@@ -32,9 +32,20 @@ pub fn nats_server() -> NatsServer {
     {
         return NatsServer { url, child: None, _store: None };
     }
+    // A port found free can be taken before nats-server binds it (tests run in parallel), and then another
+    // test's server answers on it and dies with that test. So the server must still be running once the
+    // port answers; otherwise try another port.
+    for _ in 0..5 {
+        if let Some(server) = start_on(free_port()) {
+            return server;
+        }
+    }
+    panic!("nats-server exited right after starting on five different ports; run `nats-server -js` by hand to see why");
+}
+
+fn start_on(port: u16) -> Option<NatsServer> {
     let store = tempfile::tempdir().expect("cannot create a temporary directory");
-    let port = free_port();
-    let child = Command::new("nats-server")
+    let mut child = Command::new("nats-server")
         .args(["-js", "-a", "127.0.0.1", "-p", &port.to_string(), "-sd"])
         .arg(store.path())
         .stdout(Stdio::null())
@@ -47,9 +58,20 @@ pub fn nats_server() -> NatsServer {
             )
         });
     let deadline = Instant::now() + Duration::from_secs(10);
-    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+    loop {
+        if let Ok(Some(_)) = child.try_wait() {
+            return None;
+        }
+        if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
+            break;
+        }
         assert!(Instant::now() < deadline, "nats-server did not start listening on port {port}");
         std::thread::sleep(Duration::from_millis(50));
     }
-    NatsServer { url: format!("nats://127.0.0.1:{port}"), child: Some(child), _store: Some(store) }
+    // A server that failed to bind exits within moments; ours is the one listening only if it is still up.
+    std::thread::sleep(Duration::from_millis(100));
+    if let Ok(Some(_)) = child.try_wait() {
+        return None;
+    }
+    Some(NatsServer { url: format!("nats://127.0.0.1:{port}"), child: Some(child), _store: Some(store) })
 }

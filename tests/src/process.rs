@@ -2,12 +2,18 @@
 //! and killed with SIGKILL when the test says so.
 
 use std::{
+    collections::VecDeque,
     io::{BufRead, BufReader},
     path::{Path, PathBuf},
     process::{Child, Command, Stdio},
-    sync::{mpsc, OnceLock},
+    sync::{mpsc, Arc, Mutex, OnceLock},
     time::Duration,
 };
+
+/// How many of a process's last stderr lines a readiness failure shows.
+const TAIL_LINES: usize = 40;
+/// How long a `sleuth serve` may take to report that it is serving.
+const READY_WITHIN_S: u64 = 60;
 
 /// The `sleuth` binary: `SLEUTH_BIN`, or the one `cargo test --workspace` builds next to the test executables
 /// (sleuth-actors has integration tests, so cargo builds its binary before running any test).
@@ -42,6 +48,13 @@ pub struct Deployment {
 }
 
 impl Deployment {
+    /// A deployment whose data directory starts with the demo data already indexed ([`crate::seeded`]), so its
+    /// processes start in seconds.
+    pub fn seeded(nats_url: &str, name: &str, data_dir: &Path) -> Deployment {
+        crate::seeded::seed_data_dir(data_dir);
+        Deployment::new(nats_url, name, data_dir)
+    }
+
     pub fn new(nats_url: &str, name: &str, data_dir: &Path) -> Deployment {
         Deployment {
             nats_url: nats_url.to_string(),
@@ -105,6 +118,9 @@ impl ServeProcess {
         let stderr = child.stderr.take().expect("piped stderr");
         let (tx, rx) = mpsc::channel();
         let label = stages.to_string();
+        // The last lines a process printed, so a process that dies before it is ready says why in the panic.
+        let tail = Arc::new(Mutex::new(VecDeque::with_capacity(TAIL_LINES)));
+        let tail_writer = tail.clone();
         std::thread::spawn(move || {
             for line in BufReader::new(stderr).lines().map_while(Result::ok) {
                 if line.contains("serving; ctrl-c") {
@@ -113,12 +129,23 @@ impl ServeProcess {
                 if std::env::var_os("SLEUTH_TEST_LOGS").is_some() {
                     eprintln!("[{label}] {line}");
                 }
+                let mut tail = tail_writer.lock().unwrap_or_else(|e| e.into_inner());
+                if tail.len() == TAIL_LINES {
+                    tail.pop_front();
+                }
+                tail.push_back(line);
             }
         });
-        if rx.recv_timeout(Duration::from_secs(60)).is_err() {
+        if rx.recv_timeout(Duration::from_secs(READY_WITHIN_S)).is_err() {
             let _ = child.kill();
             let status = child.wait().ok();
-            panic!("sleuth serve --stages {stages} did not become ready within 60 s (exit: {status:?}); rerun with SLEUTH_TEST_LOGS=1");
+            // Give the reader a moment to drain what the process printed last.
+            std::thread::sleep(Duration::from_millis(200));
+            let last: Vec<String> = tail.lock().unwrap_or_else(|e| e.into_inner()).iter().cloned().collect();
+            panic!(
+                "sleuth serve --stages {stages} did not become ready within {READY_WITHIN_S} s (exit: {status:?}); its last lines:\n{}",
+                last.join("\n")
+            );
         }
         ServeProcess { stages: stages.to_string(), child }
     }

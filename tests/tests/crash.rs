@@ -11,11 +11,11 @@ use sleuth_tests::{events_of, nats::nats_server, process::*, stored_state, uniqu
 async fn planner_killed_mid_request_still_gives_exactly_one_answer() {
     let nats = nats_server();
     let dir = tempfile::tempdir().unwrap();
-    let mut deployment = Deployment::new(&nats.url, &unique("crash"), dir.path());
+    let mut deployment = Deployment::seeded(&nats.url, &unique("crash"), dir.path());
     // A short AckWait so the killed planner's message comes back quickly.
     deployment.env.push(("SLEUTH__NATS__ACK_WAIT_MS".into(), "1500".into()));
     let config = deployment.config();
-    let _rest = ServeProcess::start(&deployment, "intake,retrieve,grader,synthesizer", &[]);
+    let _rest = ServeProcess::start(&deployment, "intake,retrieve,graph,grader,synthesizer", &[]);
     // This planner takes 30 s per message, sending in-progress acks meanwhile: it will be killed holding one.
     let slow_planner = ServeProcess::start(&deployment, "planner", &[("SLEUTH__DEBUG__STAGE_DELAY_MS", "30000")]);
 

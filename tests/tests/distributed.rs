@@ -22,7 +22,7 @@ async fn every_stage_in_its_own_process_answers_like_embedded() {
     let nats = nats_server();
     let dir = tempfile::tempdir().unwrap();
     let name = unique("e2e");
-    let deployment = Deployment::new(&nats.url, &name, &dir.path().join("cluster"));
+    let deployment = Deployment::seeded(&nats.url, &name, &dir.path().join("cluster"));
     let _processes = start_all_separately(&deployment);
     let config = deployment.config();
 
@@ -32,13 +32,14 @@ async fn every_stage_in_its_own_process_answers_like_embedded() {
 
     let mut embedded_config = sleuth_actors::config::Config::default();
     embedded_config.data_dir = Some(dir.path().join("embedded"));
+    sleuth_tests::seeded::seed_data_dir(&dir.path().join("embedded"));
     let node = Node::embedded(embedded_config).await.expect("embedded node");
     let local = node.ask(AskRequest::new(QUESTION), None).await.expect("embedded answer");
     node.shutdown().await;
 
     assert_eq!(answer(&remote), answer(&local), "the same question gives the same answer both ways");
     let (text, cited) = answer(&remote);
-    assert!(cited.contains(&"monkey-d-luffy".to_string()) || cited.contains(&"one-piece".to_string()), "{cited:?}");
+    assert!(!cited.is_empty() && text.contains("One Piece"), "{text} {cited:?}");
     assert!(text.contains("[1]") || text.contains("[2]"), "{text}");
 
     // The KV bucket holds the request's state with every turn recorded.
@@ -58,7 +59,7 @@ async fn every_stage_in_its_own_process_answers_like_embedded() {
 async fn json_request_gets_a_json_reply_and_bad_input_a_typed_error() {
     let nats = nats_server();
     let dir = tempfile::tempdir().unwrap();
-    let deployment = Deployment::new(&nats.url, &unique("json"), dir.path());
+    let deployment = Deployment::seeded(&nats.url, &unique("json"), dir.path());
     let _all = ServeProcess::start(&deployment, "all", &[]);
     let subjects = deployment.config().subjects();
     let client = async_nats::connect(&nats.url).await.unwrap();
@@ -90,7 +91,7 @@ async fn json_request_gets_a_json_reply_and_bad_input_a_typed_error() {
 async fn duplicate_work_message_has_exactly_one_effect() {
     let nats = nats_server();
     let dir = tempfile::tempdir().unwrap();
-    let deployment = Deployment::new(&nats.url, &unique("dup"), dir.path());
+    let deployment = Deployment::seeded(&nats.url, &unique("dup"), dir.path());
     let _all = ServeProcess::start(&deployment, "all", &[]);
     let config = deployment.config();
     let reply = client::ask_remote(&nats.url, &config.subjects(), AskRequest::new(QUESTION), Duration::from_secs(30), None)

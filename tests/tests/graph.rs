@@ -206,14 +206,14 @@ async fn ingest_graph_is_all_or_nothing_and_idempotent() {
     .unwrap();
     let relations = GraphConfig::default().relations;
     std::fs::write(&edges, "{\"src\":\"luffy\",\"dst\":\"one-piece\",\"relation\":\"appears_in\"}\n{\"src\":\"nami\",\"dst\":\"zoro\",\"relation\":\"co_appears\"}\n").unwrap();
-    let err = ingest::graph::ingest(&pg, &entities, &edges, &relations, false).await.unwrap_err().to_string();
+    let err = ingest::graph::ingest(&pg, None, &entities, &edges, &relations, false).await.unwrap_err().to_string();
     assert!(err.contains("edges.jsonl:2") && err.contains("dangling"), "{err}");
     assert!(pg.stats().await.unwrap().entities_by_type.is_empty(), "nothing is written when a line is bad");
 
     std::fs::write(&edges, "{\"src\":\"luffy\",\"dst\":\"one-piece\",\"relation\":\"appears_in\"}\n{\"src\":\"nami\",\"dst\":\"one-piece\",\"relation\":\"appears_in\"}\n").unwrap();
-    let first = ingest::graph::ingest(&pg, &entities, &edges, &relations, false).await.unwrap();
+    let first = ingest::graph::ingest(&pg, None, &entities, &edges, &relations, false).await.unwrap();
     assert_eq!((first.entities, first.unchanged, first.edges), (3, 0, 2));
-    let again = ingest::graph::ingest(&pg, &entities, &edges, &relations, false).await.unwrap();
+    let again = ingest::graph::ingest(&pg, None, &entities, &edges, &relations, false).await.unwrap();
     assert_eq!((again.entities, again.unchanged, again.edges), (3, 3, 2));
     let stats = pg.stats().await.unwrap();
     assert_eq!(stats.edges_by_relation.get("appears_in"), Some(&2));

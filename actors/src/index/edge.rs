@@ -22,7 +22,8 @@ use super::{
 };
 
 pub struct EdgeIndex {
-    shard: Arc<EdgeShard>,
+    /// Taken only by `Drop`.
+    shard: Option<Arc<EdgeShard>>,
     dim: usize,
     /// qdrant-edge's `flush` panics if an update runs at the same time, so writes and flushes take turns.
     writes: Mutex<()>,
@@ -155,11 +156,11 @@ impl EdgeIndex {
                 })))
                 .map_err(|e| anyhow::anyhow!("cannot create the payload index on {path}: {e}"))?;
         }
-        Ok(EdgeIndex { shard: Arc::new(shard), dim, writes: Mutex::new(()) })
+        Ok(EdgeIndex { shard: Some(Arc::new(shard)), dim, writes: Mutex::new(()) })
     }
 
     async fn blocking<T: Send + 'static>(&self, f: impl FnOnce(&EdgeShard) -> anyhow::Result<T> + Send + 'static) -> anyhow::Result<T> {
-        let shard = self.shard.clone();
+        let shard = self.shard.clone().context("index is closed")?;
         tokio::task::spawn_blocking(move || f(&shard)).await.context("index task failed")?
     }
 
@@ -274,5 +275,17 @@ impl VectorIndex for EdgeIndex {
 
     fn dense_dim(&self) -> usize {
         self.dim
+    }
+}
+
+impl Drop for EdgeIndex {
+    /// qdrant-edge flushes a shard when it is dropped and panics when that fails (its directory is gone, the disk
+    /// is full). Two indexes failing while one panic unwinds would abort the process, so the panic stops here.
+    fn drop(&mut self) {
+        if let Some(shard) = self.shard.take()
+            && std::panic::catch_unwind(std::panic::AssertUnwindSafe(move || drop(shard))).is_err()
+        {
+            tracing::error!("the in-process index could not be flushed when it was closed");
+        }
     }
 }

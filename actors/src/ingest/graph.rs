@@ -10,7 +10,10 @@ use serde::Deserialize;
 use sleuth_messages::{EntityType, JsonMap};
 use uuid::Uuid;
 
-use crate::graph::{Edge, Entity, GraphStore, GraphWrite};
+use crate::{
+    graph::{Edge, Entity, GraphStore, GraphWrite},
+    retrieval::Retriever,
+};
 
 const KEY_NAMESPACE: Uuid = Uuid::from_u128(0x5e0d_7a11_9c1b_4d6e_8f00_d0c5_0000_0002);
 
@@ -56,11 +59,13 @@ pub struct GraphSummary {
     pub entities: usize,
     pub unchanged: usize,
     pub edges: usize,
+    /// Entities whose names were (re-)indexed in the entity collection.
+    pub indexed: usize,
 }
 
 impl std::fmt::Display for GraphSummary {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{} entities ({} unchanged), {} edges", self.entities, self.unchanged, self.edges)
+        write!(f, "{} entities ({} unchanged), {} edges; {} names indexed", self.entities, self.unchanged, self.edges, self.indexed)
     }
 }
 
@@ -137,26 +142,57 @@ pub fn parse(
     Ok(Parsed { entities, edges, unresolved })
 }
 
-/// Ingests both files into `store`: all or nothing, idempotent.
+/// The bundled demo graph (anime, manga and their characters), written for this project.
+pub const DEMO_ENTITIES: &str = include_str!("../../data/demo_graph/entities.jsonl");
+pub const DEMO_EDGES: &str = include_str!("../../data/demo_graph/edges.jsonl");
+
+/// The demo graph's entities, parsed.
+pub fn demo_entities() -> anyhow::Result<Vec<Entity>> {
+    Ok(parse("demo entities", DEMO_ENTITIES, "demo edges", "", &[])?.entities)
+}
+
+/// Loads the bundled demo graph into `store` and the entity collection of `retriever`.
+pub async fn ingest_demo(store: &dyn GraphStore, retriever: &Retriever, relations: &[String]) -> anyhow::Result<GraphSummary> {
+    let sources = Sources { entities: ("demo entities", DEMO_ENTITIES), edges: ("demo edges", DEMO_EDGES) };
+    ingest_text(store, Some(retriever), sources, relations, false).await
+}
+
+/// Ingests both files into `store`, then indexes the entities' names in `retriever`'s entity collection: the
+/// graph is written all or nothing, and both steps skip what is unchanged.
 pub async fn ingest(
     store: &dyn GraphStore,
+    retriever: Option<&Retriever>,
     entities_path: &std::path::Path,
     edges_path: &std::path::Path,
     relations: &[String],
     progress: bool,
 ) -> anyhow::Result<GraphSummary> {
     let read = |p: &std::path::Path| std::fs::read_to_string(p).with_context(|| format!("cannot read {}", p.display()));
+    let (entities_name, edges_name) = (entities_path.display().to_string(), edges_path.display().to_string());
+    let (entities_text, edges_text) = (read(entities_path)?, read(edges_path)?);
+    let sources = Sources { entities: (&entities_name, &entities_text), edges: (&edges_name, &edges_text) };
+    ingest_text(store, retriever, sources, relations, progress).await
+}
+
+/// Two JSONL texts and the names their errors cite.
+pub struct Sources<'a> {
+    pub entities: (&'a str, &'a str),
+    pub edges: (&'a str, &'a str),
+}
+
+async fn ingest_text(
+    store: &dyn GraphStore,
+    retriever: Option<&Retriever>,
+    sources: Sources<'_>,
+    relations: &[String],
+    progress: bool,
+) -> anyhow::Result<GraphSummary> {
     let bar = if progress { ProgressBar::new_spinner() } else { ProgressBar::hidden() };
     bar.set_style(ProgressStyle::with_template("{spinner} {msg} ({elapsed})").unwrap_or_else(|_| ProgressStyle::default_spinner()));
     bar.enable_steady_tick(std::time::Duration::from_millis(120));
     bar.set_message("checking entities and edges");
-    let Parsed { entities, edges, unresolved } = parse(
-        &entities_path.display().to_string(),
-        &read(entities_path)?,
-        &edges_path.display().to_string(),
-        &read(edges_path)?,
-        relations,
-    )?;
+    let Parsed { entities, edges, unresolved } =
+        parse(sources.entities.0, sources.entities.1, sources.edges.0, sources.edges.1, relations)?;
     // Endpoints not defined in this file must already be in the graph.
     if !unresolved.is_empty() {
         let ids: Vec<Uuid> = unresolved.iter().map(|(id, _)| *id).collect::<HashSet<_>>().into_iter().collect();
@@ -167,9 +203,14 @@ pub async fn ingest(
     }
     let before: HashMap<Uuid, String> = store.content_hashes(&entities.iter().map(|e| e.id).collect::<Vec<_>>()).await?.into_iter().collect();
     let unchanged = entities.iter().filter(|e| before.get(&e.id) == Some(&e.content_hash())).count();
-    let summary = GraphSummary { entities: entities.len(), unchanged, edges: edges.len() };
+    let mut summary = GraphSummary { entities: entities.len(), unchanged, edges: edges.len(), indexed: 0 };
     bar.set_message(format!("writing {} entities and {} edges", entities.len(), edges.len()));
-    store.write(&GraphWrite { entities, edges, ..Default::default() }).await.context("cannot write the graph")?;
+    let write = GraphWrite { entities, edges, ..Default::default() };
+    store.write(&write).await.context("cannot write the graph")?;
+    if let Some(retriever) = retriever {
+        bar.set_message(format!("indexing the names of {} entities", write.entities.len()));
+        summary.indexed = retriever.index_entities(&write.entities).await.context("cannot index the entities' names")?;
+    }
     bar.finish_and_clear();
     Ok(summary)
 }

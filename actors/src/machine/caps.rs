@@ -22,6 +22,11 @@ pub fn caps_for(config: &LoopConfig, route: Route, requested_turns: Option<u32>)
     }
 }
 
+/// True when the request's token budget (if it has one) is spent.
+pub fn budget_spent(state: &LoopState) -> bool {
+    state.caps.token_budget > 0 && state.counters.tokens_used >= state.caps.token_budget
+}
+
 /// The first cap that the state has reached, in order of precedence, after a turn was graded.
 pub fn cap_reached(state: &LoopState, now_ms: u64) -> Option<TerminationReason> {
     if now_ms >= state.deadline_ms {
@@ -35,7 +40,7 @@ pub fn cap_reached(state: &LoopState, now_ms: u64) -> Option<TerminationReason> 
         let reason = if state.cards.is_empty() { TerminationReason::NotFound } else { TerminationReason::NoNewInformation };
         return Some(reason);
     }
-    if state.caps.token_budget > 0 && state.counters.tokens_used >= state.caps.token_budget {
+    if budget_spent(state) {
         return Some(TerminationReason::Budget);
     }
     if state.turn >= state.caps.max_turns {

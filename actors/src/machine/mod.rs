@@ -11,7 +11,7 @@ mod outbound;
 #[cfg(test)]
 mod tests;
 
-pub use caps::{cap_reached, caps_for};
+pub use caps::{budget_spent, cap_reached, caps_for};
 pub use outbound::{next_messages, reply_of, Outbound};
 
 use sleuth_messages::{
@@ -127,7 +127,9 @@ pub fn apply_plan(
     Ok(next)
 }
 
-/// An executor finished action slot `slot` of the current turn. New hits become numbered cards.
+/// An executor finished action slot `slot` of the current turn. When the last slot is in, the turn's new hits, and
+/// the statements of its graph results, become numbered cards in slot order, so the numbering does not depend on
+/// which parallel action finished first.
 pub fn apply_outcome(
     state: &LoopState,
     slot: u32,
@@ -138,23 +140,32 @@ pub fn apply_outcome(
         return Err(TransitionError::WrongPhase { phase: state.phase.clone(), wanted: "record an action outcome" });
     };
     let mut next = state.clone();
-    let mut new_cards = 0;
-    if let ActionResult::Retrieval(retrieval) = &result {
-        for hit in &retrieval.raw_data {
+    let remaining: Vec<u32> = pending.iter().copied().filter(|s| *s != slot).collect();
+    let Some(turn) = next.turns.last_mut() else {
+        return Err(TransitionError::WrongPhase { phase: state.phase.clone(), wanted: "record an outcome with no turn" });
+    };
+    turn.outcomes.push(ActionOutcome { slot, result, new_cards: 0, elapsed_ms });
+    turn.outcomes.sort_by_key(|o| o.slot);
+    if !remaining.is_empty() {
+        next.phase = Phase::Acting { pending: remaining };
+        return Ok(next);
+    }
+    for outcome in &mut turn.outcomes {
+        let hits = match &outcome.result {
+            ActionResult::Retrieval(retrieval) => retrieval.raw_data.as_slice(),
+            ActionResult::Graph(graph) => graph.evidence.as_slice(),
+            ActionResult::Failed(_) => &[],
+        };
+        for hit in hits {
             if next.cards.iter().any(|c| c.hit.id == hit.id) {
                 continue;
             }
             let n = next.cards.len() as u32 + 1;
             next.cards.push(Card { n, turn: state.turn, hit: hit.clone() });
-            new_cards += 1;
+            outcome.new_cards += 1;
         }
     }
-    let remaining: Vec<u32> = pending.iter().copied().filter(|s| *s != slot).collect();
-    if let Some(turn) = next.turns.last_mut() {
-        turn.outcomes.push(ActionOutcome { slot, result, new_cards, elapsed_ms });
-        turn.outcomes.sort_by_key(|o| o.slot);
-    }
-    next.phase = if remaining.is_empty() { Phase::Grading } else { Phase::Acting { pending: remaining } };
+    next.phase = Phase::Grading;
     Ok(next)
 }
 

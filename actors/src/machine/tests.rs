@@ -2,12 +2,12 @@
 
 use sleuth_messages::{
     Action, ActionResult, AskRequest, Envelope, EventKind, Hit, JsonMap, LoopState, NextStep, Phase,
-    RetrievalResult, SearchIntent, Stage, SufficiencyReport, TerminationReason, WorkItem, SCHEMA_VERSION,
+    RetrievalResult, SearchIntent, Stage, TerminationReason, WorkItem, SCHEMA_VERSION,
 };
 use uuid::Uuid;
 
 use super::*;
-use crate::{config::LoopConfig, stages::intake};
+use crate::{config::LoopConfig, stages::{fixtures::report, intake}};
 
 fn state() -> LoopState {
     let analysis = intake::analyze("Which anime is Luffy in?");
@@ -33,19 +33,6 @@ fn hits(ids: &[&str]) -> ActionResult {
         .map(|id| Hit { id: id.to_string(), doc_id: id.to_string(), title: id.to_string(), text: "t".into(), score: 1.0, metadata: JsonMap::new() })
         .collect();
     ActionResult::Retrieval(RetrievalResult { summary: String::new(), count: raw_data.len() as u32, raw_data })
-}
-
-fn report(sufficient: bool) -> SufficiencyReport {
-    SufficiencyReport {
-        sufficient,
-        confidence: 0.5,
-        rationale: String::new(),
-        gaps: vec![],
-        missing: vec![],
-        new_queries: vec![],
-        checks: vec![],
-        no_new_information: false,
-    }
 }
 
 fn item(state: &LoopState, stage: Stage, step: u32) -> WorkItem {

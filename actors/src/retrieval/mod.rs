@@ -3,6 +3,7 @@
 //! [`SearchPlan`] on the configured backend, and reranks the candidates.
 
 pub mod bm25;
+pub mod entities;
 pub mod rerank;
 
 use std::sync::Arc;
@@ -22,6 +23,8 @@ use rerank::{FeatureReranker, KeepFused, Reranker};
 
 pub struct Retriever {
     pub index: Arc<dyn VectorIndex>,
+    /// The entity collection ([`entities`]): names and aliases of the graph's entities, for entity resolution.
+    pub entities: Arc<dyn VectorIndex>,
     pub embedder: Option<Arc<dyn Embedder>>,
     pub settings: RetrievalConfig,
     /// Where ingestion records documents and their mention links; `None` when `graph.link_mentions` is off.
@@ -31,6 +34,7 @@ pub struct Retriever {
     bm25: Bm25,
     reranker: Arc<dyn Reranker>,
     schema: FilterSchema,
+    entity_schema: FilterSchema,
 }
 
 impl Retriever {
@@ -41,18 +45,9 @@ impl Retriever {
         let settings = config.retrieval.clone();
         let schema = FilterSchema::new(&settings.filter_fields);
         let dim = embedder.as_ref().map_or(config.embedder.dim, |e| e.dim());
-        let indexed = schema.indexed_paths();
-        let index: Arc<dyn VectorIndex> = match settings.backend {
-            IndexBackend::Edge => {
-                let dir = config.data_dir().join("index").join("documents");
-                Arc::new(tokio::task::spawn_blocking(move || EdgeIndex::open(&dir, dim, &indexed)).await??)
-            }
-            IndexBackend::Qdrant => {
-                let url = settings.qdrant_url.clone().context("retrieval.qdrant_url is not set")?;
-                let key = std::env::var(&settings.qdrant_api_key_env).ok();
-                Arc::new(ServerIndex::connect(&url, key, &settings.collection, dim, &indexed).await?)
-            }
-        };
+        let entity_schema = entities::schema();
+        let index = open_index(config, "documents", &settings.collection, dim, schema.indexed_paths()).await?;
+        let entity_index = open_index(config, "entities", &settings.entity_collection, dim, entity_schema.indexed_paths()).await?;
         let reranker: Arc<dyn Reranker> = match settings.rerank {
             RerankKind::None => Arc::new(KeepFused),
             RerankKind::Features => Arc::new(FeatureReranker { weights: settings.rerank_weights }),
@@ -60,6 +55,7 @@ impl Retriever {
         let graph = if config.graph.link_mentions { Some(graph::open(config).await?) } else { None };
         let retriever = Retriever {
             index,
+            entities: entity_index,
             embedder,
             settings,
             graph,
@@ -67,13 +63,34 @@ impl Retriever {
             bm25: Bm25::english()?,
             reranker,
             schema,
+            entity_schema,
         };
-        if retriever.settings.demo_corpus && retriever.settings.backend == IndexBackend::Edge && retriever.demo_corpus_stale().await? {
+        let demo = retriever.settings.demo_corpus && retriever.settings.backend == IndexBackend::Edge;
+        // The demo graph goes first, so the demo corpus is linked to its entities' names.
+        let demo_graph = demo && config.graph.demo_graph && config.database.url.is_none() && retriever.demo_graph_stale().await?;
+        if demo_graph {
+            let store = match &retriever.graph {
+                Some(graph) => graph.clone(),
+                None => graph::open(config).await?,
+            };
+            let summary = ingest::graph::ingest_demo(store.as_ref(), &retriever, &config.graph.relations).await?;
+            tracing::info!(%summary, "loaded the bundled demo graph");
+        }
+        if demo && (demo_graph || retriever.demo_corpus_stale().await?) {
             let docs = ingest::parse_jsonl("demo corpus", ingest::DEMO_CORPUS)?;
             let summary = ingest::ingest(&retriever, docs, false).await?;
             tracing::info!(%summary, "ingested the bundled demo corpus");
         }
         Ok(retriever)
+    }
+
+    /// True when the entity collection is empty or was embedded by another model.
+    async fn demo_graph_stale(&self) -> anyhow::Result<bool> {
+        let Some(first) = ingest::graph::demo_entities()?.into_iter().next() else { return Ok(false) };
+        Ok(match self.entities.doc_state(&first.id.to_string()).await? {
+            Some(state) => state.embedder != self.embedder_id(),
+            None => self.entities.count().await? == 0,
+        })
     }
 
     async fn demo_corpus_stale(&self) -> anyhow::Result<bool> {
@@ -130,12 +147,17 @@ impl Retriever {
 
     /// The best `limit` chunks for `query`: fused hybrid candidates, reranked.
     pub async fn search(&self, query: &str, filter: &PayloadFilter, limit: usize) -> anyhow::Result<Vec<Hit>> {
+        self.search_in(self.index.as_ref(), query, filter, limit).await
+    }
+
+    /// [`Retriever::search`] on another collection of the same embedder (the entity collection).
+    async fn search_in(&self, index: &dyn VectorIndex, query: &str, filter: &PayloadFilter, limit: usize) -> anyhow::Result<Vec<Hit>> {
         let plan = self.plan(query, filter, self.settings.prefetch_limit.max(limit)).await?;
         let question_dense = plan.lanes.iter().find_map(|l| match l {
             Lane::Dense(v) => Some(v.clone()),
             Lane::Sparse(_) => None,
         });
-        let candidates = self.index.search(&plan).await?;
+        let candidates = index.search(&plan).await?;
         let ranked = self.reranker.rerank(query, question_dense.as_deref(), candidates).await?;
         Ok(ranked.into_iter().take(limit).map(|c| c.hit).collect())
     }
@@ -160,4 +182,26 @@ impl Retriever {
             .map(|((chunk, text), dense)| Point { sparse: self.bm25.document(&text), chunk, dense, embedder: embedder.clone() })
             .collect())
     }
+}
+
+/// Opens one collection on the configured backend: `<data_dir>/index/<dir>` in-process, else `collection` on the server.
+async fn open_index(
+    config: &Config,
+    dir: &str,
+    collection: &str,
+    dim: usize,
+    indexed: Vec<(String, crate::index::FieldType)>,
+) -> anyhow::Result<Arc<dyn VectorIndex>> {
+    let settings = &config.retrieval;
+    Ok(match settings.backend {
+        IndexBackend::Edge => {
+            let dir = config.data_dir().join("index").join(dir);
+            Arc::new(tokio::task::spawn_blocking(move || EdgeIndex::open(&dir, dim, &indexed)).await??)
+        }
+        IndexBackend::Qdrant => {
+            let url = settings.qdrant_url.clone().context("retrieval.qdrant_url is not set")?;
+            let key = std::env::var(&settings.qdrant_api_key_env).ok();
+            Arc::new(ServerIndex::connect(&url, key, collection, dim, &indexed).await?)
+        }
+    })
 }

@@ -286,20 +286,10 @@ mod tests {
     use sleuth_messages::{Card, Hit, JsonMap};
 
     use super::*;
-    use crate::{config::LoopConfig, machine, stages::intake};
+    use crate::stages::fixtures;
 
     fn state_with(question: &str, cards: &[(&str, &str)]) -> LoopState {
-        let analysis = intake::analyze(question);
-        let mut state = machine::new_state(machine::NewRequest {
-            request_id: uuid::Uuid::now_v7(),
-            request: sleuth_messages::AskRequest::new(question),
-            caps: machine::caps_for(&LoopConfig::default(), analysis.route, None),
-            analysis,
-            now_ms: 0,
-            deadline_ms: u64::MAX,
-            reply: None,
-            traceparent: None,
-        });
+        let mut state = fixtures::state_for(question);
         state.cards = cards
             .iter()
             .enumerate()

@@ -11,10 +11,12 @@ use super::{
 use crate::{machine, telemetry, text};
 
 /// The deterministic grader. With `graph_bridges`, a multi-hop question's bridge counts as followed only once
-/// the anchors' mention links were expanded and their best bridges fetched.
+/// the anchors' mention links were expanded and their best bridges fetched. With `resolve_entities`, an entity
+/// question is answered only once its names are resolved and the graph traversed.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Grader {
     pub graph_bridges: bool,
+    pub resolve_entities: bool,
 }
 
 #[async_trait]
@@ -24,12 +26,23 @@ impl StageLogic for Grader {
     }
 
     async fn apply(&self, state: &LoopState, _item: &WorkItem) -> anyhow::Result<LoopState> {
+        let report = self.report(state);
+        tracing::info!(request_id = %state.request_id, turn = state.turn, sufficient = report.sufficient, missing = ?report.missing, "graded");
+        Ok(machine::apply_report(state, report, telemetry::now_ms())?)
+    }
+}
+
+impl Grader {
+    /// The acceptance checks this grader runs, as a report.
+    pub fn report(&self, state: &LoopState) -> SufficiencyReport {
         let mut report = grade(state);
         if self.graph_bridges {
             require_graph_bridges(state, &mut report);
         }
-        tracing::info!(request_id = %state.request_id, turn = state.turn, sufficient = report.sufficient, missing = ?report.missing, "graded");
-        Ok(machine::apply_report(state, report, telemetry::now_ms())?)
+        if self.resolve_entities {
+            require_entity_graph(state, &mut report);
+        }
+        report
     }
 }
 
@@ -53,6 +66,25 @@ pub fn require_graph_bridges(state: &LoopState, report: &mut SufficiencyReport) 
         report.sufficient = false;
         report.rationale = "failed: graph_bridge_followed".into();
         report.gaps.push("graph_bridge_followed: anchors' mention links not yet followed".into());
+    }
+}
+
+/// Adds the entity-graph check to `report`: an entity question is not answered while a name is unresolved (and
+/// untried), the graph untraversed, or the reached entities unfetched.
+pub fn require_entity_graph(state: &LoopState, report: &mut SufficiencyReport) {
+    if super::resolve::entity_question(state).is_none() {
+        return;
+    }
+    let next = super::resolve::entity_step(state);
+    report.checks.push(check(
+        "entity_graph_followed",
+        next.is_none(),
+        next.as_ref().map_or_else(|| "entities resolved and the graph traversed".into(), |s| format!("next: {}", s.rationale)),
+    ));
+    if next.is_some() && report.sufficient {
+        report.sufficient = false;
+        report.rationale = "failed: entity_graph_followed".into();
+        report.gaps.push("entity_graph_followed: names to resolve or graph steps left".into());
     }
 }
 

@@ -142,7 +142,7 @@ pub async fn execute(store: &dyn GraphStore, config: &GraphConfig, intent: &Grap
         GraphQueryType::Path => (Vec::new(), primitives::path(store, *start, end.unwrap_or(*start), traversal, *bounds).await?),
         GraphQueryType::Compare => {
             let Some(cmp) = primitives::compare(store, *start, end.unwrap_or(*start), traversal, *bounds).await? else {
-                return Ok(GraphResult { summary: "no such entities to compare".into(), paths: vec![], node_ids: vec![], count: 0, meta });
+                return Ok(GraphResult { summary: "no such entities to compare".into(), paths: vec![], node_ids: vec![], count: 0, meta, evidence: vec![] });
             };
             let names = names_of(store, cmp.shared.iter().chain(&cmp.only_a).chain(&cmp.only_b).copied().collect()).await?;
             let list = |ids: &[Uuid]| {
@@ -163,7 +163,8 @@ pub async fn execute(store: &dyn GraphStore, config: &GraphConfig, intent: &Grap
                 if cmp.direct_relations.is_empty() { String::new() } else { format!(", directly related by {}", cmp.direct_relations.join(", ")) }
             );
             let node_ids = [&cmp.a, &cmp.b].into_iter().filter_map(entity_ref).collect();
-            return Ok(GraphResult { summary, paths: vec![], node_ids, count: 2, meta });
+            let evidence = super::graph_evidence::comparison_statement(&cmp.a, &cmp.b, &summary).into_iter().collect();
+            return Ok(GraphResult { summary, paths: vec![], node_ids, count: 2, meta, evidence });
         }
     };
     let mut ids: Vec<Uuid> = vec![*start];
@@ -207,7 +208,9 @@ pub async fn execute(store: &dyn GraphStore, config: &GraphConfig, intent: &Grap
         ),
     };
     let count = if paths.is_empty() { node_ids.len() } else { graph_paths.len() } as u32;
-    Ok(GraphResult { summary, paths: graph_paths, node_ids, count, meta })
+    let mut evidence = super::graph_evidence::path_statements(&paths, &names);
+    evidence.extend(super::graph_evidence::reached_statements(&reached, &names));
+    Ok(GraphResult { summary, paths: graph_paths, node_ids, count, meta, evidence })
 }
 
 async fn names_of(store: &dyn GraphStore, mut ids: Vec<Uuid>) -> Result<HashMap<Uuid, Entity>, GraphError> {

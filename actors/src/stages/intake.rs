@@ -138,6 +138,11 @@ pub fn analyze(normalized: &str) -> QueryAnalysis {
         route = Route::Enhanced;
         complexity.reason = format!("{}; asks for a relation of a named entity: multi-hop, at least enhanced", complexity.reason);
     }
+    // "Which anime is Luffy in?" resolves Luffy, traverses the graph, then fetches what it reached: three steps.
+    if route == Route::Fast && !entities.is_empty() && keywords.iter().any(|k| super::resolve::type_word(k).is_some()) {
+        route = Route::Enhanced;
+        complexity.reason = format!("{}; asks for a type of entity related to a named one: at least enhanced", complexity.reason);
+    }
     QueryAnalysis {
         normalized: normalized.to_string(),
         rewritten: normalized.trim_end_matches(['?', '.', '!']).to_string(),

@@ -2,10 +2,18 @@
 //! item, compute the next state. The runtime (`runtime/handler.rs`) does everything else: loading, CAS, publishing.
 
 pub mod bridge;
+pub mod entity_answer;
+#[cfg(test)]
+pub mod fixtures;
 pub mod grader;
 pub mod graph;
+pub mod graph_evidence;
 pub mod intake;
+pub mod llm_grader;
+pub mod llm_planner;
+pub mod llm_synthesizer;
 pub mod planner;
+pub mod resolve;
 pub mod retrieve;
 pub mod synthesizer;
 

@@ -12,15 +12,18 @@ use sleuth_messages::{
 
 use super::{
     bridge::{bridge_groups, expand_action, fetch_action, graph_anchors, graph_bridges, needs_bridge},
-    StageLogic,
+    resolve, StageLogic,
 };
 use crate::{machine, text};
 
-/// The deterministic planner. With `graph_bridges`, multi-hop questions follow the anchors' mention links
-/// through the graph stage; without, they search for the names the anchors' relation sentences carry.
+/// The deterministic planner. With `resolve_entities`, questions about the graph's entities resolve their names
+/// and traverse the graph ([`resolve`](super::resolve)). With `graph_bridges`, multi-hop questions follow the
+/// anchors' mention links through the graph stage; without, they search for the names the anchors' relation
+/// sentences carry.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Planner {
     pub graph_bridges: bool,
+    pub resolve_entities: bool,
 }
 
 #[async_trait]
@@ -31,9 +34,20 @@ impl StageLogic for Planner {
 
     async fn apply(&self, state: &LoopState, _item: &WorkItem) -> anyhow::Result<LoopState> {
         let plan = state.plan.is_none().then(|| initial_plan(state));
-        let step = if self.graph_bridges { graph_step(state).unwrap_or_else(|| next_step(state)) } else { next_step(state) };
+        let step = self.step(state);
         tracing::info!(request_id = %state.request_id, turn = state.turn, actions = ?step.actions.iter().map(|a| a.describe()).collect::<Vec<_>>(), "planned");
         Ok(machine::apply_plan(state, step, plan)?)
+    }
+}
+
+impl Planner {
+    /// This planner's step for the current turn.
+    pub fn step(&self, state: &LoopState) -> NextStep {
+        self.resolve_entities
+            .then(|| resolve::entity_step(state))
+            .flatten()
+            .or_else(|| self.graph_bridges.then(|| graph_step(state)).flatten())
+            .unwrap_or_else(|| next_step(state))
     }
 }
 
@@ -54,6 +68,9 @@ pub fn initial_plan(state: &LoopState) -> PlannerState {
     }
     if needs_bridge(state) {
         tags.push("multi_hop_relation".into());
+    }
+    if resolve::entity_question(state).is_some() {
+        tags.push("entity_question".into());
     }
     PlannerState {
         goal: a.normalized.clone(),

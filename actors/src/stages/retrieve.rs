@@ -1,12 +1,14 @@
 //! Retrieve: executes a `qdrant_search` action with the hybrid [`Retriever`] (dense + BM25, RRF, rerank).
-//! Filters are typed payload filters; an `id` filter without a query is an ID lookup. An invalid intent becomes a
-//! failed action result that the planner can react to, not a crash.
+//! `entity_type` picks the collection: documents, or the entity collection restricted to that type (entity
+//! resolution). Filters are typed payload filters; an `id` filter without a query is an ID lookup. An invalid
+//! intent becomes a failed action result that the planner can react to, not a crash.
 
 use std::{sync::Arc, time::Instant};
 
 use async_trait::async_trait;
 use sleuth_messages::{
-    Action, ActionResult, ErrorKind, ErrorResponse, Hit, LoopState, RetrievalResult, SearchIntent, Stage, WorkItem,
+    Action, ActionResult, EntityType, ErrorKind, ErrorResponse, Hit, LoopState, RetrievalResult, SearchIntent, Stage,
+    WorkItem,
 };
 
 use super::StageLogic;
@@ -52,12 +54,21 @@ enum Failure {
 
 impl Retrieve {
     async fn execute(&self, intent: &SearchIntent, max: u32) -> Result<RetrievalResult, Failure> {
-        let filter = self.retriever.parse_filter(&intent.filters).map_err(Failure::Invalid)?;
+        let r = &self.retriever;
+        let documents = intent.entity_type == EntityType::Document;
+        let filter = if documents { r.parse_filter(&intent.filters) } else { r.parse_entity_filter(intent.entity_type, &intent.filters) }
+            .map_err(Failure::Invalid)?;
         let limit = intent.limit.unwrap_or(self.top_k).clamp(1, max) as usize;
-        let hits = match intent.query.as_deref().map(str::trim).filter(|q| !q.is_empty()) {
-            Some(query) => self.retriever.search(query, &filter, limit).await,
-            None if !filter.is_empty() => self.retriever.fetch(&filter, limit).await,
-            None => return Err(Failure::Invalid("a search intent needs a query or a filter".into())),
+        let query = intent.query.as_deref().map(str::trim).filter(|q| !q.is_empty());
+        // An entity search's filter always holds its type, so "nothing to search for" is judged on the intent.
+        if query.is_none() && intent.filters.is_empty() {
+            return Err(Failure::Invalid("a search intent needs a query or a filter".into()));
+        }
+        let hits = match (query, documents) {
+            (Some(query), true) => r.search(query, &filter, limit).await,
+            (Some(query), false) => r.search_entities(query, &filter, limit).await,
+            (None, true) => r.fetch(&filter, limit).await,
+            (None, false) => r.fetch_entities(&filter, limit).await,
         }
         .map_err(Failure::Backend)?;
         Ok(RetrievalResult { summary: summarize(&hits), count: hits.len() as u32, raw_data: hits })

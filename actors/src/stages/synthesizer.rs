@@ -7,12 +7,11 @@ use std::sync::LazyLock;
 use async_trait::async_trait;
 use regex::Regex;
 use sleuth_messages::{
-    Action, AgentResponse, Card, Citation, EntityRef, EntityType, JsonMap, LoopState, Stage, TerminationReason,
-    WorkItem,
+    Action, AgentResponse, Card, Citation, EntityRef, JsonMap, LoopState, Stage, TerminationReason, WorkItem,
 };
 
-use super::StageLogic;
-use crate::{machine, telemetry, text};
+use super::{entity_answer::EntityAnswer, StageLogic};
+use crate::{machine, retrieval::entities, telemetry, text};
 
 /// Most sentences an extractive answer quotes.
 const MAX_SENTENCES: usize = 3;
@@ -89,6 +88,10 @@ pub fn synthesize(state: &LoopState) -> AgentResponse {
         return response(answer, Vec::new(), evidence, 0.1, reason, vec!["NO_EVIDENCE".into()]);
     }
 
+    if let Some(found) = super::entity_answer::entity_answer(state) {
+        return entity_response(state, found, evidence, reason);
+    }
+
     let stems: Vec<&str> = a.keywords.iter().map(|k| text::stem(k)).collect();
     // The best sentence of each card, then the best cards.
     let mut best: Vec<(f32, &Card, &str)> = state
@@ -147,19 +150,69 @@ pub fn synthesize(state: &LoopState) -> AgentResponse {
             cited.push(card);
         }
     }
-    let (answer, removed) = verify_citations(answer.trim(), &state.cards);
-    debug_assert_eq!(removed, 0, "extractive citations always name retrieved cards");
+    cited_response(state, answer.trim(), &cited, evidence, reason)
+}
+
+/// The answer to an entity question: the graph's statements and the entities' descriptions, each cited.
+fn entity_response(state: &LoopState, found: EntityAnswer<'_>, mut evidence: JsonMap, reason: TerminationReason) -> AgentResponse {
+    let mut answer = String::new();
+    if reason.is_cap() {
+        answer.push_str(&format!("Best available answer (stopped early: {}). ", reason.as_str()));
+    }
+    let mut cited: Vec<&Card> = Vec::new();
+    for sentence in &found.sentences {
+        match sentence.card {
+            Some(card) => {
+                answer.push_str(&format!("{} [{}] ", sentence.text.trim(), card.n));
+                if !cited.iter().any(|c| c.n == card.n) {
+                    cited.push(card);
+                }
+            }
+            None => answer.push_str(&format!("{} ", sentence.text.trim())),
+        }
+    }
+    if !found.paths.is_empty() {
+        evidence.insert("paths".into(), found.paths.into());
+    }
+    let mut response = cited_response(state, answer.trim(), &cited, evidence, reason);
+    response.source_entities = found.source_entities;
+    response.result_entities = found.result_entities;
+    response
+}
+
+/// The card numbers an answer cites, in order of first appearance.
+pub fn cited_numbers(answer: &str) -> Vec<u32> {
+    let mut seen = Vec::new();
+    for c in CITATION.captures_iter(answer) {
+        if let Ok(n) = c[1].parse::<u32>()
+            && !seen.contains(&n)
+        {
+            seen.push(n);
+        }
+    }
+    seen
+}
+
+/// The response for an answer whose `[n]` name `cited`: citations checked, confidence from the last report.
+pub(crate) fn cited_response(state: &LoopState, answer: &str, cited: &[&Card], evidence: JsonMap, reason: TerminationReason) -> AgentResponse {
+    let (answer, removed) = verify_citations(answer, &state.cards);
+    debug_assert_eq!(removed, 0, "deterministic citations always name retrieved cards");
     let citations = cited
         .iter()
         .map(|c| Citation { n: c.n, hit_id: c.hit.id.clone(), doc_id: c.hit.doc_id.clone(), title: c.hit.title.clone() })
         .collect();
+    let source_entities: Vec<EntityRef> =
+        cited.iter().map(|c| EntityRef { entity_type: entities::type_of(&c.hit), id: c.hit.doc_id.clone() }).collect();
     let report_confidence = state.turns.iter().rev().find_map(|t| t.report.as_ref()).map_or(0.5, |r| r.confidence);
     let confidence = if reason.is_cap() { report_confidence * 0.6 } else { report_confidence };
     let mut warnings = Vec::new();
     if reason.is_cap() {
         warnings.push(reason.as_str().to_uppercase());
     }
-    response(answer, citations, evidence, confidence, reason, warnings)
+    let mut response = response(answer, citations, evidence, confidence, reason, warnings);
+    response.result_entities = source_entities.iter().take(1).cloned().collect();
+    response.source_entities = source_entities;
+    response
 }
 
 fn response(
@@ -170,14 +223,10 @@ fn response(
     termination_reason: TerminationReason,
     warnings: Vec<String>,
 ) -> AgentResponse {
-    let source_entities: Vec<EntityRef> = citations
-        .iter()
-        .map(|c| EntityRef { entity_type: EntityType::Document, id: c.doc_id.clone() })
-        .collect();
     AgentResponse {
         answer,
-        result_entities: source_entities.iter().take(1).cloned().collect(),
-        source_entities,
+        result_entities: Vec::new(),
+        source_entities: Vec::new(),
         evidence,
         citations,
         confidence,

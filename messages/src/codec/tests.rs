@@ -67,6 +67,7 @@ fn sample_state() -> LoopState {
         node_ids: vec![],
         count: 1,
         meta: JsonMap::new(),
+        evidence: vec![],
     };
     LoopState {
         schema_version: SCHEMA_VERSION,
@@ -177,6 +178,40 @@ fn lane_requests_golden_bytes_do_not_drift() {
     let (req, _) = decode::<SearchRequest>(br#"{"text":"luf"}"#).unwrap();
     assert_eq!((req.text.as_str(), req.entity_type, req.limit), ("luf", None, None));
 }
+
+#[test]
+fn graph_result_golden_bytes_do_not_drift() {
+    // Without evidence, a graph result encodes exactly as before the field existed.
+    let mut result = GraphResult { summary: "p".into(), paths: vec![], node_ids: vec![], count: 1, meta: JsonMap::new(), evidence: vec![] };
+    let hex: String = encode(&result, Encoding::MsgPack).unwrap().iter().map(|b| format!("{b:02x}")).collect();
+    assert_eq!(hex, GOLDEN_GRAPH_RESULT);
+    result.evidence.push(Hit { id: "e".into(), doc_id: "n".into(), title: "t".into(), text: "x".into(), score: 1.0, metadata: JsonMap::new() });
+    let hex: String = encode(&result, Encoding::MsgPack).unwrap().iter().map(|b| format!("{b:02x}")).collect();
+    assert_eq!(hex, GOLDEN_GRAPH_RESULT_WITH_EVIDENCE);
+    let (back, _): (GraphResult, _) = decode(&encode(&result, Encoding::MsgPack).unwrap()).unwrap();
+    assert_eq!(back, result);
+}
+
+const GOLDEN_GRAPH_RESULT: &str = "84a773756d6d617279a170a5706174687390a86e6f64655f69647390a5636f756e7401";
+// Cross-checked with Python's msgpack: packb({... "evidence": [{"id": "e", ...}]}, use_single_float=True).
+const GOLDEN_GRAPH_RESULT_WITH_EVIDENCE: &str = "85a773756d6d617279a170a5706174687390a86e6f64655f69647390a5636f756e7401a865766964656e63659185a26964a165a6646f635f6964a16ea57469746c65a174a474657874a178a573636f7265ca3f800000";
+
+#[test]
+fn counters_golden_bytes_do_not_drift() {
+    // Without LLM fallbacks, counters encode exactly as before the field existed.
+    let mut counters = Counters { tokens_used: 120, ..Counters::default() };
+    let hex: String = encode(&counters, Encoding::MsgPack).unwrap().iter().map(|b| format!("{b:02x}")).collect();
+    assert_eq!(hex, GOLDEN_COUNTERS);
+    counters.llm_fallbacks = 2;
+    let hex: String = encode(&counters, Encoding::MsgPack).unwrap().iter().map(|b| format!("{b:02x}")).collect();
+    assert_eq!(hex, GOLDEN_COUNTERS_WITH_FALLBACKS);
+    let (back, _): (Counters, _) = decode(&encode(&counters, Encoding::MsgPack).unwrap()).unwrap();
+    assert_eq!(back, counters);
+}
+
+// Both cross-checked with Python's msgpack: packb({"zero_result_steps": 0, ..., "tokens_used": 120, ...}).
+const GOLDEN_COUNTERS: &str = "84b17a65726f5f726573756c745f737465707300b96e6f5f6e65775f696e666f726d6174696f6e5f726f756e647300ab746f6b656e735f7573656478b26475706c6963617465735f736b697070656400";
+const GOLDEN_COUNTERS_WITH_FALLBACKS: &str = "85b17a65726f5f726573756c745f737465707300b96e6f5f6e65775f696e666f726d6174696f6e5f726f756e647300ab746f6b656e735f7573656478b26475706c6963617465735f736b697070656400ad6c6c6d5f66616c6c6261636b7302";
 
 const GOLDEN_SEARCH_REQUEST: &str = "83a474657874a36c7566ab656e746974795f74797065a9636861726163746572a56c696d697405";
 const GOLDEN_HYDRATE_REQUEST: &str = "81a36964739182ab656e746974795f74797065a8646f63756d656e74a26964a26431";

@@ -1,0 +1,65 @@
+//! [`LlmAgent`]: what the LLM-backed planner, grader and synthesizer share: the client, one structured ask over a
+//! request's rendered context, and charging what the ask cost to the request's counters in the KV state, so a
+//! redelivered or resumed request does not start its budget over.
+
+use std::{sync::Arc, time::Duration};
+
+use sleuth_messages::LoopState;
+
+use super::{
+    context,
+    structured::{self, Structured, StructuredSpec},
+    Agent, ChatMessage, LlmClient, LlmError, Usage,
+};
+use crate::{machine::budget_spent, telemetry};
+
+#[derive(Clone)]
+pub struct LlmAgent {
+    pub client: Arc<LlmClient>,
+    pub max_repairs: u32,
+}
+
+impl LlmAgent {
+    /// Asks for a `T` with `prompt` as the system message and the request's context as the user message.
+    /// `None` when the request's token budget is spent: the caller uses its deterministic twin.
+    pub async fn ask<T: StructuredSpec>(
+        &self,
+        agent: Agent,
+        prompt: &str,
+        state: &LoopState,
+        extra: &(dyn Fn(&T) -> Result<(), String> + Sync),
+    ) -> Option<Structured<T>> {
+        if budget_spent(state) {
+            tracing::info!(request_id = %state.request_id, agent = agent.as_str(), "token budget spent: deterministic agent");
+            return None;
+        }
+        let ctx = context::render(state);
+        if ctx.compacted {
+            tracing::info!(request_id = %state.request_id, agent = agent.as_str(), "context compacted");
+        }
+        let messages = vec![ChatMessage::system(prompt), ChatMessage::user(ctx.text)];
+        // No call outlives the request: past its deadline the deterministic agent answers instead.
+        let remaining = Duration::from_millis(state.deadline_ms.saturating_sub(telemetry::now_ms()));
+        let ask = structured::ask::<T>(&self.client, agent, messages, self.max_repairs, extra);
+        let out = tokio::time::timeout(remaining, ask).await.unwrap_or_else(|_| Structured {
+            result: Err(LlmError::Unavailable("the request's deadline passed during the call".into())),
+            usage: Usage::default(),
+            repairs: Vec::new(),
+        });
+        if let Err(e) = &out.result {
+            tracing::warn!(request_id = %state.request_id, agent = agent.as_str(), error = %e, "LLM gave no usable reply: deterministic agent");
+        }
+        Some(out)
+    }
+}
+
+/// `state` with an agent's spend added, before its transition, so the caps see it: tokens always, and a
+/// fallback when the agent had to use its deterministic twin.
+pub fn charge(state: &LoopState, usage: Usage, fell_back: bool) -> LoopState {
+    let mut next = state.clone();
+    next.counters.tokens_used = next.counters.tokens_used.saturating_add(usage.total());
+    if fell_back {
+        next.counters.llm_fallbacks = next.counters.llm_fallbacks.saturating_add(1);
+    }
+    next
+}

@@ -1,0 +1,151 @@
+//! Structured replies: a JSON schema derived from the protocol types with schemars, the reply parsed and held to
+//! that schema and to the type's own rules (seed 000 §6.1), and a failed reply repaired by asking again with an
+//! explicit correction prompt, at most `llm.max_repairs` times.
+
+use schemars::JsonSchema;
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+use sleuth_messages::{NextStep, PlannerState, SufficiencyReport};
+
+use super::{client::SchemaSpec, Agent, ChatMessage, LlmClient, LlmError, Usage};
+
+/// A protocol type an agent may ask the LLM for.
+pub trait StructuredSpec: DeserializeOwned + JsonSchema {
+    /// The schema's name on the wire (`[a-zA-Z0-9_-]`).
+    const NAME: &'static str;
+
+    /// Rules the schema cannot say, checked after parsing.
+    fn check(&self) -> Result<(), String>;
+}
+
+impl StructuredSpec for NextStep {
+    const NAME: &'static str = "next_step";
+
+    fn check(&self) -> Result<(), String> {
+        self.validate()
+    }
+}
+
+impl StructuredSpec for SufficiencyReport {
+    const NAME: &'static str = "sufficiency_report";
+
+    fn check(&self) -> Result<(), String> {
+        if !(0.0..=1.0).contains(&self.confidence) {
+            return Err(format!("confidence must be between 0 and 1, not {}", self.confidence));
+        }
+        Ok(())
+    }
+}
+
+impl StructuredSpec for PlannerState {
+    const NAME: &'static str = "planner_state";
+
+    fn check(&self) -> Result<(), String> {
+        if self.goal.trim().is_empty() {
+            return Err("goal must not be empty".into());
+        }
+        if self.retrieval_rounds.len() > 3 {
+            return Err(format!("{} retrieval rounds planned, at most 3 are allowed", self.retrieval_rounds.len()));
+        }
+        Ok(())
+    }
+}
+
+/// What one structured ask produced: the value or why not, and what it cost.
+#[derive(Debug)]
+pub struct Structured<T> {
+    pub result: Result<T, LlmError>,
+    pub usage: Usage,
+    /// Why each rejected reply was rejected, in order.
+    pub repairs: Vec<String>,
+}
+
+/// The JSON schema of `T`, every `$ref` inlined (some servers' grammar converters do not follow refs).
+pub fn schema_of<T: JsonSchema>() -> Value {
+    let settings = schemars::r#gen::SchemaSettings::draft07().with(|s| {
+        s.inline_subschemas = true;
+        s.meta_schema = None;
+    });
+    serde_json::to_value(settings.into_generator().into_root_schema_for::<T>()).unwrap_or(Value::Null)
+}
+
+/// The JSON object in a reply: without markdown fences or prose around it.
+pub fn extract_json(text: &str) -> &str {
+    let trimmed = text.trim();
+    match (trimmed.find('{'), trimmed.rfind('}')) {
+        (Some(start), Some(end)) if start < end => &trimmed[start..=end],
+        _ => trimmed,
+    }
+}
+
+/// Parses and checks one reply.
+pub fn parse<T: StructuredSpec>(text: &str, extra: &(dyn Fn(&T) -> Result<(), String> + Sync)) -> Result<T, String> {
+    let json = extract_json(text);
+    let value: T = serde_json::from_str(json).map_err(|e| {
+        if serde_json::from_str::<Value>(json).is_err() { format!("the reply is not valid JSON ({e})") } else { format!("the reply does not follow the schema: {e}") }
+    })?;
+    value.check()?;
+    extra(&value)?;
+    Ok(value)
+}
+
+/// Asks for a `T`; a reply that fails to parse or breaks a rule is sent back with the reason, at most
+/// `max_repairs` times. `extra` holds the caller's rules (vocabularies, caps) on top of `T::check`.
+pub async fn ask<T: StructuredSpec>(
+    client: &LlmClient,
+    agent: Agent,
+    mut messages: Vec<ChatMessage>,
+    max_repairs: u32,
+    extra: &(dyn Fn(&T) -> Result<(), String> + Sync),
+) -> Structured<T> {
+    let spec = SchemaSpec { name: T::NAME, schema: schema_of::<T>() };
+    let mut usage = Usage::default();
+    let mut repairs = Vec::new();
+    loop {
+        let reply = match client.chat(agent, &messages, Some(&spec)).await {
+            Ok(reply) => reply,
+            Err(e) => return Structured { result: Err(e), usage, repairs },
+        };
+        usage.add(reply.usage);
+        let problem = match parse::<T>(&reply.content, extra) {
+            Ok(value) => return Structured { result: Ok(value), usage, repairs },
+            Err(problem) if reply.truncated => format!("{problem}; the reply was cut off at the token limit, so keep it shorter"),
+            Err(problem) => problem,
+        };
+        tracing::info!(agent = agent.as_str(), schema = T::NAME, %problem, "LLM reply rejected");
+        repairs.push(problem.clone());
+        if repairs.len() as u32 > max_repairs {
+            let attempts = repairs.len() as u32;
+            return Structured { result: Err(LlmError::Invalid { attempts, last: problem }), usage, repairs };
+        }
+        messages.push(ChatMessage::assistant(reply.content));
+        messages.push(ChatMessage::user(super::prompts::CORRECT.replace("{{problem}}", &problem)));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_next_step_schema_names_every_action() {
+        let schema = schema_of::<NextStep>().to_string();
+        for action in ["qdrant_search", "pg_graph", "final", "clarify"] {
+            assert!(schema.contains(&format!("\"{action}\"")), "{action} missing from {schema}");
+        }
+        assert!(!schema.contains("$ref"), "refs are inlined: {schema}");
+    }
+
+    #[test]
+    fn replies_are_found_inside_fences_and_checked() {
+        let none = |_: &NextStep| Ok(());
+        let fenced = "Sure:\n```json\n{\"rationale\": \"r\", \"actions\": [{\"action\": \"final\"}]}\n```";
+        assert!(parse::<NextStep>(fenced, &none).is_ok());
+        let err = parse::<NextStep>("{\"rationale\": \"r\", \"actions\": [", &none).unwrap_err();
+        assert!(err.contains("not valid JSON"), "{err}");
+        let err = parse::<NextStep>("{\"rationale\": \"r\", \"actions\": [{\"action\": \"fly\"}]}", &none).unwrap_err();
+        assert!(err.contains("does not follow the schema"), "{err}");
+        let three = "{\"rationale\": \"r\", \"actions\": [{\"action\": \"final\"}, {\"action\": \"final\"}, {\"action\": \"final\"}]}";
+        assert!(parse::<NextStep>(three, &none).unwrap_err().contains("at most 2"));
+    }
+}

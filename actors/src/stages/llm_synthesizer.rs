@@ -1,0 +1,110 @@
+//! LLM synthesizer: writes the answer from the retrieved cards only, with `[n]` citations. Every cited number
+//! must name a retrieved card: the others are removed and counted. The entities and graph evidence come from the
+//! deterministic synthesis of the same state, and an answer reached on a cap, a deadline or in degraded mode
+//! says so.
+
+use async_trait::async_trait;
+use schemars::JsonSchema;
+use serde::Deserialize;
+use sleuth_messages::{AgentResponse, Card, LoopState, Stage, TerminationReason, WorkItem};
+
+use super::{
+    synthesizer::{cited_numbers, cited_response, synthesize, verify_citations},
+    StageLogic,
+};
+use crate::{
+    llm::{agent::charge, prompts, structured::StructuredSpec, Agent, LlmAgent, Usage},
+    machine, telemetry,
+};
+
+/// Seed 002 §10's words for an answer reached without the LLM's full help.
+pub const DEGRADED_NOTE: &str = "Search capabilities were limited; answer is based on partial information.";
+
+/// What the model writes; the runtime adds citations, entities and evidence.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+pub struct DraftAnswer {
+    /// The answer, with `[n]` after each claim naming the document it comes from.
+    pub answer: String,
+    /// 0 to 1.
+    pub confidence: f32,
+}
+
+impl StructuredSpec for DraftAnswer {
+    const NAME: &'static str = "draft_answer";
+
+    fn check(&self) -> Result<(), String> {
+        if self.answer.trim().is_empty() {
+            return Err("answer must not be empty".into());
+        }
+        if !(0.0..=1.0).contains(&self.confidence) {
+            return Err(format!("confidence must be between 0 and 1, not {}", self.confidence));
+        }
+        Ok(())
+    }
+}
+
+pub struct LlmSynthesizer {
+    pub llm: LlmAgent,
+}
+
+#[async_trait]
+impl StageLogic for LlmSynthesizer {
+    fn stage(&self) -> Stage {
+        Stage::Synthesizer
+    }
+
+    async fn apply(&self, state: &LoopState, _item: &WorkItem) -> anyhow::Result<LoopState> {
+        let reason = state.stop_reason.unwrap_or(TerminationReason::PlannerFinal);
+        let mut response = synthesize(state);
+        let mut usage = Usage::default();
+        let mut fell_back = false;
+        if !state.cards.is_empty() && reason != TerminationReason::Clarification {
+            let cites_a_card = |d: &DraftAnswer| -> Result<(), String> {
+                let known = cited_numbers(&d.answer).into_iter().any(|n| state.cards.iter().any(|c| c.n == n));
+                if known { Ok(()) } else { Err("the answer cites none of the numbered documents; cite each claim as [n]".into()) }
+            };
+            if let Some(out) = self.llm.ask::<DraftAnswer>(Agent::Synthesizer, prompts::SYNTHESIZE, state, &cites_a_card).await {
+                usage = out.usage;
+                match out.result {
+                    Ok(draft) => response = written(state, response, draft, reason),
+                    Err(_) => fell_back = true,
+                }
+            }
+        }
+        if fell_back || state.counters.llm_fallbacks > 0 {
+            mark_degraded(&mut response);
+        }
+        tracing::info!(request_id = %state.request_id, citations = response.citations.len(), tokens = usage.total(), fell_back, reason = reason.as_str(), "synthesized");
+        Ok(machine::apply_response(&charge(state, usage, fell_back), response, telemetry::now_ms())?)
+    }
+}
+
+/// The model's draft as the response: unknown citations removed and counted; the deterministic response's
+/// entities and graph evidence kept.
+fn written(state: &LoopState, base: AgentResponse, draft: DraftAnswer, reason: TerminationReason) -> AgentResponse {
+    let (mut answer, removed) = verify_citations(&draft.answer, &state.cards);
+    if reason.is_cap() {
+        answer = format!("Best available answer (stopped early: {}). {answer}", reason.as_str());
+    }
+    let cited: Vec<&Card> = cited_numbers(&answer).into_iter().filter_map(|n| state.cards.iter().find(|c| c.n == n)).collect();
+    let mut evidence = base.evidence.clone();
+    evidence.insert("synthesis".into(), "llm".into());
+    evidence.insert("citations_removed".into(), removed.into());
+    let mut response = cited_response(state, &answer, &cited, evidence, reason);
+    if response.evidence.contains_key("paths") {
+        // An entity answer: the graph's chain names the entities, not the cards the model happened to cite.
+        response.source_entities = base.source_entities;
+        response.result_entities = base.result_entities;
+    }
+    response.confidence = if reason.is_cap() { draft.confidence * 0.6 } else { draft.confidence };
+    if removed > 0 {
+        response.warnings.push("HALLUCINATED_CITATIONS_REMOVED".into());
+    }
+    response
+}
+
+fn mark_degraded(response: &mut AgentResponse) {
+    response.answer = format!("{DEGRADED_NOTE} {}", response.answer);
+    response.warnings.push("DEGRADED".into());
+    response.evidence.insert("degraded".into(), true.into());
+}
