@@ -193,6 +193,10 @@ pub trait GraphStore: Send + Sync + 'static {
     async fn write(&self, write: &GraphWrite) -> Result<(), GraphError>;
 
     async fn stats(&self) -> Result<GraphStats, GraphError>;
+
+    /// Closes every connection and waits until they are closed. On SQLite the last one checkpoints the WAL into
+    /// the database file, so the file is whole on its own once this returns.
+    async fn close(&self);
 }
 
 /// Opens the configured graph: Postgres at `database.url`, else SQLite at `<data_dir>/graph.sqlite`.

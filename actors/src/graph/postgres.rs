@@ -284,6 +284,10 @@ impl GraphStore for PgGraph {
         Ok(())
     }
 
+    async fn close(&self) {
+        self.pool.close().await;
+    }
+
     async fn stats(&self) -> Result<GraphStats, GraphError> {
         let mut stats = GraphStats::default();
         for r in sqlx::query("SELECT entity_type, count(*) AS n FROM entities GROUP BY entity_type").fetch_all(&self.pool).await? {

@@ -74,7 +74,9 @@ impl SqliteGraph {
             .journal_mode(SqliteJournalMode::Wal)
             .synchronous(SqliteSynchronous::Normal)
             .foreign_keys(true)
-            .busy_timeout(Duration::from_secs(5));
+            // Writers queue behind one another (WAL allows one at a time); a large write on a starved machine
+            // (the demo graph's first load next to other work) can hold the lock for seconds.
+            .busy_timeout(Duration::from_secs(30));
         Self::with_options(options, 4, timeouts).await.with_context(|| format!("cannot open the graph at {}", path.display()))
     }
 
@@ -232,6 +234,10 @@ impl GraphStore for SqliteGraph {
         }
         tx.commit().await?;
         Ok(())
+    }
+
+    async fn close(&self) {
+        self.pool.close().await;
     }
 
     async fn stats(&self) -> Result<GraphStats, GraphError> {
