@@ -5,7 +5,7 @@ use std::{path::PathBuf, process::ExitCode, time::Duration};
 
 use anyhow::Context;
 use clap::{Parser, Subcommand};
-use sleuth_messages::{AskRequest, Outcome, Stage};
+use sleuth_messages::{AskRequest, Outcome, Route, Stage};
 
 use crate::{client, config::Config, embed, graph, ingest, node::{self, Node}, retrieval::Retriever, telemetry};
 
@@ -36,6 +36,9 @@ pub enum Command {
         /// Time budget in milliseconds
         #[arg(long)]
         timeout_ms: Option<u64>,
+        /// Continue this conversation: a follow-up ("and his mother?") is resolved against its earlier turns
+        #[arg(long)]
+        conversation: Option<String>,
     },
     /// Run stages attached to NATS (the container entry point)
     Serve {
@@ -57,6 +60,10 @@ pub enum Command {
         /// One retrieval pass per question instead of the loop
         #[arg(long)]
         single_pass: bool,
+        /// Send every question down this route (fast, enhanced or agent) instead of the scored one, e.g. to
+        /// compare routing against agent-for-everything
+        #[arg(long, value_parser = parse_route)]
+        route: Option<Route>,
         /// Print the report as JSON
         #[arg(long)]
         json: bool,
@@ -143,10 +150,11 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     telemetry::init(if serving { "info" } else { "warn" });
     let config = Config::load(cli.config)?;
     match cli.command {
-        Command::Ask { question, json, watch, max_turns, timeout_ms } => {
+        Command::Ask { question, json, watch, max_turns, timeout_ms, conversation } => {
             let mut request = AskRequest::new(question);
             request.max_turns = max_turns;
             request.timeout_ms = timeout_ms;
+            request.conversation_id = conversation;
             let mut printer = |e: &sleuth_messages::Event| eprintln!("{}", client::render_event(e));
             let on_event: Option<&mut (dyn FnMut(&sleuth_messages::Event) + Send)> = if watch { Some(&mut printer) } else { None };
             let (reply, state) = match &config.nats.url {
@@ -196,6 +204,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             eprintln!("index: {}", retriever.describe());
             let summary = ingest::ingest(&retriever, docs, true).await?;
             println!("{summary}");
+            announce(&config).await;
             Ok(ExitCode::SUCCESS)
         }
         Command::Ingest { what: IngestCommand::Graph { entities, edges } } => {
@@ -209,6 +218,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             let summary =
                 ingest::graph::ingest(store.as_ref(), Some(&retriever), &entities, &edges, &config.graph.relations, true).await?;
             println!("{summary}; graph in {}, names in the entity collection", store.backend());
+            announce(&config).await;
             Ok(ExitCode::SUCCESS)
         }
         Command::BenchGraph { edges, queries, no_load } => {
@@ -262,6 +272,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 graph.write(&crate::graph::GraphWrite { delete: nodes, ..Default::default() }).await?;
             }
             println!("deleted {existed} of {} documents ({} were not in the index)", ids.len(), ids.len() - existed);
+            announce(&config).await;
             Ok(ExitCode::SUCCESS)
         }
         Command::Models { what: ModelsCommand::Pull } => {
@@ -270,8 +281,10 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             println!("all-MiniLM-L6-v2 in {}: {source}, checksums verified", dir.display());
             Ok(ExitCode::SUCCESS)
         }
-        Command::Eval { questions, corpus, single_pass, json } => {
+        Command::Eval { questions, corpus, single_pass, route, json } => {
             let questions = crate::eval::read_questions(&questions)?;
+            let mut config = config;
+            config.intake.force_route = route.or(config.intake.force_route);
             let (scored, mode) = crate::eval::run(config, questions, corpus.as_deref(), single_pass).await?;
             let mode = mode.as_str();
             if json {
@@ -319,4 +332,23 @@ async fn shutdown_signal() {
     }
     #[cfg(not(unix))]
     let _ = ctrl_c.await;
+}
+
+fn parse_route(name: &str) -> Result<Route, String> {
+    match name {
+        "fast" => Ok(Route::Fast),
+        "enhanced" => Ok(Route::Enhanced),
+        "agent" => Ok(Route::Agent),
+        _ => Err(format!("unknown route {name:?}: expected fast, enhanced or agent")),
+    }
+}
+
+/// After an ingestion: invalidates the retrieval caches of a running cluster. The ingestion itself succeeded, so
+/// a cluster that cannot be told is a warning (its caches expire on their TTL), not a failure.
+async fn announce(config: &Config) {
+    match client::announce_ingestion(config).await {
+        Ok(Some(generation)) => eprintln!("index generation {generation}: retrieval caches invalidated"),
+        Ok(None) => {}
+        Err(e) => eprintln!("warning: cannot invalidate the retrieval caches ({e:#}); they expire within intake.cache_ttl_s"),
+    }
 }

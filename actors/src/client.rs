@@ -11,7 +11,7 @@ use sleuth_messages::{
 
 use crate::{
     config::Config,
-    store::{nats_kv::KvStore, StateStore},
+    store::{bucket::KvBucket, nats_kv::KvStore, IndexGeneration, StateStore},
 };
 
 /// A request's stored loop state on a cluster: its plan, every step and report. `None` once it has expired.
@@ -20,6 +20,17 @@ pub async fn remote_state(url: &str, config: &Config, request_id: uuid::Uuid) ->
     let js = async_nats::jetstream::new(client);
     let store = KvStore::open(&js, &config.subjects().loops_bucket(), Duration::from_secs(config.nats.loop_ttl_s)).await?;
     Ok(store.load(request_id).await?.map(|(state, _)| state))
+}
+
+/// Tells every replica that the index changed: moves the deployment's index generation, which empties every
+/// retrieval cache on its next lookup. `None` when no NATS is configured (an embedded index has no other
+/// process caching it).
+pub async fn announce_ingestion(config: &Config) -> anyhow::Result<Option<u64>> {
+    let Some(url) = &config.nats.url else { return Ok(None) };
+    let client = crate::bus::nats::connect(url, "sleuth ingest").await?;
+    let js = async_nats::jetstream::new(client);
+    let bucket = KvBucket::open(&js, &config.subjects().meta_bucket(), Duration::ZERO, "sleuth deployment counters").await?;
+    Ok(Some(IndexGeneration::new(std::sync::Arc::new(bucket)).bump().await?))
 }
 
 /// The plan in a line: strategy, rounds, acceptance criteria and who wrote it.
@@ -109,10 +120,13 @@ pub async fn watch(url: &str, config: &crate::config::Config, request_id: uuid::
 /// One line per event, for `--watch`.
 pub fn render_event(event: &Event) -> String {
     match &event.body {
-        EventBody::Accepted(a) => format!(
-            "· accepted  route={:?} type={:?} entities={:?} complexity={:.2}",
-            a.route, a.query_type, a.entities, a.complexity.score
-        ),
+        EventBody::Accepted(a) => {
+            let resolved = if a.resolved.is_empty() { String::new() } else { format!(" resolved={:?}", a.resolved) };
+            format!(
+                "· accepted  route={:?} type={:?} entities={:?} complexity={:.2} weights=vector {:.1}/graph {:.1}{resolved}",
+                a.route, a.query_type, a.entities, a.complexity.score, a.weights.vector, a.weights.graph
+            )
+        }
         EventBody::Planned(step) => format!(
             "· turn {}    planned {} ({})",
             event.turn,
@@ -144,6 +158,9 @@ pub fn render(reply: &AskReply) -> String {
                     _ => String::new(),
                 };
                 out.push_str(&format!("  {}. {} — {} hits, {} new{grade}\n", t.turn, t.actions.join(" + "), t.hits, t.new_cards));
+            }
+            if let (Some(route), Some(c)) = (reply.route, &reply.complexity) {
+                out.push_str(&format!("\nroute: {} · {}", format!("{route:?}").to_lowercase(), c.reason));
             }
             out.push_str(&format!(
                 "\nstopped: {} · confidence {:.2} · {} ms",

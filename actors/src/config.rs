@@ -44,7 +44,30 @@ pub struct Config {
     pub database: DatabaseConfig,
     pub graph: GraphConfig,
     pub llm: LlmConfig,
+    pub intake: IntakeConfig,
     pub debug: DebugConfig,
+}
+
+/// Intake: conversations, routing and the retrieval cache (seed 001 §1–2).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct IntakeConfig {
+    /// How long an idle conversation's turns are kept (the `sleuth_conversations` bucket's TTL).
+    pub conversation_ttl_s: u64,
+    /// Turns kept per conversation.
+    pub conversation_turns: usize,
+    /// Send every question down this route instead of the scored one (`sleuth eval --route agent` compares
+    /// routing against agent-for-everything). Meta-questions and clarifications keep their own.
+    pub force_route: Option<sleuth_messages::Route>,
+    /// Retrieval cache entries per retrieve-stage process; 0 turns the cache off.
+    pub cache_entries: usize,
+    pub cache_ttl_s: u64,
+}
+
+impl Default for IntakeConfig {
+    fn default() -> Self {
+        IntakeConfig { conversation_ttl_s: 1800, conversation_turns: 10, force_route: None, cache_entries: 50, cache_ttl_s: 300 }
+    }
 }
 
 /// Where the entity graph lives.
@@ -142,8 +165,9 @@ impl Default for NatsConfig {
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct LoopConfig {
-    pub max_turns_simple: u32,
+    /// Turn cap of the enhanced route; the fast route takes one pass by construction.
     pub max_turns_standard: u32,
+    /// Turn cap of the agent route, and the most any request may ask for.
     pub max_turns_deep: u32,
     pub no_new_information_rounds: u32,
     pub max_zero_result_steps: u32,
@@ -162,7 +186,6 @@ pub struct LoopConfig {
 impl Default for LoopConfig {
     fn default() -> Self {
         LoopConfig {
-            max_turns_simple: 2,
             max_turns_standard: 5,
             max_turns_deep: 10,
             no_new_information_rounds: 2,
@@ -473,8 +496,15 @@ impl Config {
             return bad("stages.workers", "must be at least 1");
         }
         let l = &self.loop_;
-        if l.max_turns_simple == 0 || l.max_turns_simple > l.max_turns_standard || l.max_turns_standard > l.max_turns_deep {
-            return bad("loop.max_turns_*", "must satisfy 1 <= simple <= standard <= deep");
+        if l.max_turns_standard == 0 || l.max_turns_standard > l.max_turns_deep {
+            return bad("loop.max_turns_*", "must satisfy 1 <= standard <= deep");
+        }
+        let i = &self.intake;
+        if i.conversation_ttl_s == 0 || i.conversation_turns == 0 {
+            return bad("intake.conversation_*", "conversation_ttl_s and conversation_turns must be at least 1");
+        }
+        if i.cache_entries > 0 && i.cache_ttl_s == 0 {
+            return bad("intake.cache_ttl_s", "must be positive when the cache is on (cache_entries > 0)");
         }
         if l.max_zero_result_steps == 0 || l.no_new_information_rounds == 0 {
             return bad("loop", "max_zero_result_steps and no_new_information_rounds must be at least 1");

@@ -8,17 +8,26 @@ use bytes::Bytes;
 use futures::StreamExt;
 use sleuth_messages::{codec, AskReply, AskRequest, Encoding, ReplyTo, Stage};
 
-use crate::{bus::nats::TRACEPARENT, runtime::NodeContext, stages::intake};
+use crate::{bus::nats::TRACEPARENT, retrieval::cache::RetrievalCache, runtime::NodeContext, stages::intake};
 
 pub fn service_name(stage: Stage) -> String {
     format!("sleuth-{stage}")
 }
 
-/// Registers `stage` as a NATS micro service so `nats micro ls/stats` show it.
-pub async fn register_service(client: &async_nats::Client, stage: Stage) -> anyhow::Result<Service> {
-    client
-        .service_builder()
-        .description(format!("sleuth {stage} stage"))
+/// Registers `stage` as a NATS micro service so `nats micro ls/stats` show it. With a retrieval cache, its
+/// counters are the service's custom stats (`nats micro stats sleuth-retrieve`).
+pub async fn register_service(
+    client: &async_nats::Client,
+    stage: Stage,
+    cache: Option<Arc<RetrievalCache>>,
+) -> anyhow::Result<Service> {
+    let mut builder = client.service_builder().description(format!("sleuth {stage} stage"));
+    if let Some(cache) = cache {
+        builder = builder.stats_handler(move |_endpoint, _stats| {
+            serde_json::json!({ "retrieval_cache": serde_json::to_value(cache.stats()).unwrap_or_default() })
+        });
+    }
+    builder
         .start(service_name(stage), env!("CARGO_PKG_VERSION"))
         .await
         .map_err(|e| anyhow::anyhow!("cannot register the {stage} service: {e}"))

@@ -6,7 +6,7 @@ use std::{path::Path, sync::Arc, time::{Duration, Instant}};
 
 use anyhow::Context;
 use serde_json::json;
-use sleuth_messages::{AskRequest, LoopState, Outcome};
+use sleuth_messages::{AskRequest, LoopState, Outcome, Route};
 
 use crate::{
     config::Config,
@@ -34,6 +34,8 @@ pub struct Scored {
     /// Titles in the order the system ranks them (cited first, then retrieved).
     pub ranked: Vec<String>,
     pub latency: Duration,
+    /// The route intake chose (none in single-pass mode).
+    pub route: Option<Route>,
 }
 
 impl Scored {
@@ -106,6 +108,10 @@ pub fn ranked_titles(state: &LoopState) -> Vec<String> {
 /// the scores and a line describing the mode (loop or single pass, and how retrieval searched).
 pub async fn run(mut config: Config, questions: Vec<Question>, corpus: Option<&Path>, single_pass: bool) -> anyhow::Result<(Vec<Scored>, String)> {
     config.retrieval.demo_corpus = false;
+    let routing = match config.intake.force_route {
+        Some(route) => format!("every question on the {route:?} route").to_lowercase(),
+        None => "routed by complexity".to_string(),
+    };
     config.nats.url = None;
     if let Some(corpus) = corpus {
         let stem = corpus.file_stem().map(|s| s.to_string_lossy().to_string()).unwrap_or_else(|| "corpus".into());
@@ -118,10 +124,14 @@ pub async fn run(mut config: Config, questions: Vec<Question>, corpus: Option<&P
         let summary = ingest::ingest(&retriever, docs, true).await?;
         eprintln!("corpus: {summary}");
     }
-    let mode = format!("{}; {}", if single_pass { "single pass" } else { "loop (deterministic agents)" }, retriever.describe());
+    let mode = match single_pass {
+        true => format!("single pass; {}", retriever.describe()),
+        false => format!("loop (deterministic agents), {routing}; {}", retriever.describe()),
+    };
     let mut scored = Vec::with_capacity(questions.len());
     for question in questions {
         let started = Instant::now();
+        let mut route = None;
         let ranked = if single_pass {
             let hits = retriever.search(&question.question, &PayloadFilter::default(), JUDGED).await?;
             let mut titles: Vec<String> = Vec::new();
@@ -136,16 +146,17 @@ pub async fn run(mut config: Config, questions: Vec<Question>, corpus: Option<&P
             let request = AskRequest { request_id: Some(request_id), ..AskRequest::new(question.question.clone()) };
             node.ask(request, None).await.map_err(|e| anyhow::anyhow!("{}: {e}", question.id))?;
             let (state, _) = node.ctx.store.load(request_id).await?.context("finished request has no state")?;
+            route = Some(state.analysis.route);
             ranked_titles(&state)
         };
-        scored.push(Scored { question, ranked, latency: started.elapsed() });
+        scored.push(Scored { question, ranked, latency: started.elapsed(), route });
     }
     node.shutdown().await;
     Ok((scored, mode))
 }
 
 struct Row {
-    name: &'static str,
+    name: String,
     n: usize,
     perfect: f64,
     recall: f64,
@@ -154,14 +165,14 @@ struct Row {
     p95: f64,
 }
 
-fn row(name: &'static str, items: &[&Scored]) -> Row {
+fn row(name: &str, items: &[&Scored]) -> Row {
     let n = items.len();
     let mean = |f: &dyn Fn(&Scored) -> f64| if n == 0 { 0.0 } else { items.iter().map(|s| f(s)).sum::<f64>() / n as f64 };
     let mut lat: Vec<f64> = items.iter().map(|s| s.latency.as_secs_f64() * 1000.0).collect();
     lat.sort_by(f64::total_cmp);
     let pct = |p: f64| if lat.is_empty() { 0.0 } else { lat[((lat.len() - 1) as f64 * p).round() as usize] };
     Row {
-        name,
+        name: name.to_string(),
         n,
         perfect: mean(&|s| if s.perfect() { 1.0 } else { 0.0 }),
         recall: mean(&|s| s.recall(JUDGED)),
@@ -178,6 +189,17 @@ fn rows(scored: &[Scored]) -> Vec<Row> {
     vec![row("all", &all), row("multi-hop", &multi), row("single-hop", &single)]
 }
 
+/// One row per route taken, in route order: the route distribution and its latency.
+fn route_rows(scored: &[Scored]) -> Vec<Row> {
+    [Route::Fast, Route::Enhanced, Route::Agent, Route::Clarify]
+        .into_iter()
+        .filter_map(|route| {
+            let items: Vec<&Scored> = scored.iter().filter(|s| s.route == Some(route)).collect();
+            (!items.is_empty()).then(|| row(&format!("{route:?}").to_lowercase(), &items))
+        })
+        .collect()
+}
+
 /// The report as a table, with the failed questions.
 pub fn render(scored: &[Scored], mode: &str) -> String {
     let mut out = format!(
@@ -189,6 +211,14 @@ pub fn render(scored: &[Scored], mode: &str) -> String {
             "{:<11} {:>4} {:>11.3} {:>9.3} {:>7.3} {:>9.1} {:>9.1}\n",
             r.name, r.n, r.perfect, r.recall, r.mrr, r.p50, r.p95
         ));
+    }
+    let routes = route_rows(scored);
+    if !routes.is_empty() {
+        out.push_str(&format!("\n{:<11} {:>4} {:>7} {:>11} {:>9} {:>9}\n", "route", "n", "share", "perfect@8", "p50 ms", "p95 ms"));
+        for r in routes {
+            let share = r.n as f64 / scored.len().max(1) as f64;
+            out.push_str(&format!("{:<11} {:>4} {:>7.3} {:>11.3} {:>9.1} {:>9.1}\n", r.name, r.n, share, r.perfect, r.p50, r.p95));
+        }
     }
     let failed: Vec<&Scored> = scored.iter().filter(|s| !s.perfect()).collect();
     out.push_str(&format!("\nfailed ({}):\n", failed.len()));
@@ -204,11 +234,18 @@ pub fn to_json(scored: &[Scored], mode: &str) -> serde_json::Value {
         .into_iter()
         .map(|r| json!({"subset": r.name, "n": r.n, "perfect_retrieval_at_8": r.perfect, "recall_at_8": r.recall, "mrr_at_10": r.mrr, "latency_p50_ms": r.p50, "latency_p95_ms": r.p95}))
         .collect();
+    let routes: Vec<_> = route_rows(scored)
+        .into_iter()
+        .map(|r| json!({"route": r.name, "n": r.n, "perfect_retrieval_at_8": r.perfect, "latency_p50_ms": r.p50, "latency_p95_ms": r.p95}))
+        .collect();
     let questions: Vec<_> = scored
         .iter()
-        .map(|s| json!({"id": s.question.id, "perfect": s.perfect(), "missing": s.missing(), "ranked": s.judged(), "latency_ms": s.latency.as_secs_f64() * 1000.0}))
+        .map(|s| {
+            let route = s.route.map(|r| format!("{r:?}").to_lowercase());
+            json!({"id": s.question.id, "route": route, "perfect": s.perfect(), "missing": s.missing(), "ranked": s.judged(), "latency_ms": s.latency.as_secs_f64() * 1000.0})
+        })
         .collect();
-    json!({"mode": mode, "subsets": subsets, "questions": questions})
+    json!({"mode": mode, "subsets": subsets, "routes": routes, "questions": questions})
 }
 
 #[cfg(test)]
@@ -220,6 +257,7 @@ mod tests {
             question: Question { id: "q".into(), question: "?".into(), gold_titles: gold.iter().map(|s| s.to_string()).collect(), multihop: true },
             ranked: ranked.iter().map(|s| s.to_string()).collect(),
             latency: Duration::ZERO,
+            route: Some(Route::Enhanced),
         }
     }
 

@@ -14,7 +14,8 @@ use crate::{
     config::Config,
     endpoint,
     graph::{self, GraphStore},
-    retrieval::Retriever,
+    llm::{LlmAgent, LlmClient},
+    retrieval::{cache::RetrievalCache, Retriever},
     runtime::{
         dead_letters,
         supervisor::{NodeSupervisor, StageArgs},
@@ -22,10 +23,10 @@ use crate::{
         NodeContext, Stats,
     },
     stages::{
-        grader::Grader, graph::GraphStage, intake, planner::Planner, retrieve::Retrieve, synthesizer::Synthesizer,
-        StageLogic,
+        grader::Grader, graph::GraphStage, intake, llm_grader::LlmGrader, llm_planner::LlmPlanner,
+        llm_synthesizer::LlmSynthesizer, planner::Planner, retrieve::Retrieve, synthesizer::Synthesizer, StageLogic,
     },
-    store::{memory::MemoryStore, nats_kv::KvStore, StateStore},
+    store::{bucket::KvBucket, memory::MemoryStore, nats_kv::KvStore, Conversations, IndexGeneration, StateStore},
 };
 
 /// The stages `--stages all` runs.
@@ -47,18 +48,47 @@ pub struct Node {
 struct Backends {
     retriever: Option<Arc<Retriever>>,
     graph: Option<Arc<dyn GraphStore>>,
+    /// The LLM behind the planner, grader and synthesizer, when `llm.base_url` is set.
+    llm: Option<LlmAgent>,
+    /// The retrieve stage's cache, shared by its workers; `None` when `intake.cache_entries` is 0.
+    cache: Option<Arc<RetrievalCache>>,
 }
 
-fn logic_for(stage: Stage, config: &Config, backends: &Backends) -> anyhow::Result<Option<Arc<dyn StageLogic>>> {
+/// The configured LLM, shared by this process's agents (one client, so one circuit breaker).
+fn llm_agent(config: &Config) -> anyhow::Result<Option<LlmAgent>> {
+    let client = LlmClient::from_config(&config.llm).context("cannot configure the LLM client")?;
+    Ok(client.map(|c| {
+        tracing::info!(base_url = config.llm.base_url.as_deref().unwrap_or(""), model = %config.llm.model, "LLM agents on");
+        LlmAgent { client: Arc::new(c), max_repairs: config.llm.max_repairs }
+    }))
+}
+
+fn logic_for(stage: Stage, ctx: &NodeContext, backends: &Backends) -> anyhow::Result<Option<Arc<dyn StageLogic>>> {
+    let config = &ctx.config;
     Ok(match stage {
         Stage::Intake => None,
-        Stage::Planner => Some(Arc::new(Planner { graph_bridges: config.graph.link_mentions })),
+        Stage::Planner => {
+            let planner = Planner { graph_bridges: config.graph.link_mentions, resolve_entities: config.graph.resolve_entities };
+            match &backends.llm {
+                Some(llm) => Some(Arc::new(LlmPlanner { llm: llm.clone(), fallback: planner, graph: config.graph.clone() })),
+                None => Some(Arc::new(planner)),
+            }
+        }
         Stage::Retrieve => {
             let retriever = backends.retriever.as_ref().context("the retrieve stage needs an index")?.clone();
-            Some(Arc::new(Retrieve { retriever, top_k: config.retrieval.top_k }))
+            Some(Arc::new(Retrieve::new(retriever, config.retrieval.top_k, backends.cache.clone(), ctx.generation.clone())))
         }
-        Stage::Grader => Some(Arc::new(Grader { graph_bridges: config.graph.link_mentions })),
-        Stage::Synthesizer => Some(Arc::new(Synthesizer)),
+        Stage::Grader => {
+            let grader = Grader { graph_bridges: config.graph.link_mentions, resolve_entities: config.graph.resolve_entities };
+            match &backends.llm {
+                Some(llm) => Some(Arc::new(LlmGrader { llm: llm.clone(), fallback: grader })),
+                None => Some(Arc::new(grader)),
+            }
+        }
+        Stage::Synthesizer => match &backends.llm {
+            Some(llm) => Some(Arc::new(LlmSynthesizer { llm: llm.clone() })),
+            None => Some(Arc::new(Synthesizer)),
+        },
         Stage::Graph => {
             let store = backends.graph.as_ref().context("the graph stage needs a graph store")?.clone();
             Some(Arc::new(GraphStage { store, config: config.graph.clone() }))
@@ -77,8 +107,10 @@ impl Node {
         };
         let bus: Arc<dyn Bus> = MemoryBus::new(config.nats.max_deliver.max(1) as u32);
         let store: Arc<dyn StateStore> = Arc::new(MemoryStore::default());
-        let ctx = Arc::new(NodeContext { config, bus, store, stats: Arc::new(Stats::default()) });
-        Node::start(ctx, &ALL_STAGES, Backends { retriever: Some(retriever), graph: Some(graph) }, Vec::new()).await
+        let ctx = Arc::new(NodeContext::in_memory(config, bus, store));
+        let llm = llm_agent(&ctx.config)?;
+        let cache = RetrievalCache::from_config(&ctx.config.intake);
+        Node::start(ctx, &ALL_STAGES, Backends { retriever: Some(retriever), graph: Some(graph), llm, cache }, Vec::new()).await
     }
 
     /// The given stages of this process, attached to NATS.
@@ -95,12 +127,26 @@ impl Node {
             (Some(r), true) if r.graph.is_some() => r.graph.clone(),
             (_, true) => Some(graph::open(&config).await?),
         };
-        let ctx = Arc::new(NodeContext { config, bus, store: Arc::new(store), stats: Arc::new(Stats::default()) });
+        let subjects = config.subjects();
+        let js = bus.jetstream();
+        let ttl = Duration::from_secs(config.intake.conversation_ttl_s);
+        let conversations = KvBucket::open(js, &subjects.conversations_bucket(), ttl, "sleuth conversations, one key per conversation_id").await?;
+        let meta = KvBucket::open(js, &subjects.meta_bucket(), Duration::ZERO, "sleuth deployment counters").await?;
+        let ctx = Arc::new(NodeContext {
+            conversations: Arc::new(Conversations::new(Arc::new(conversations), config.intake.conversation_turns)),
+            generation: Arc::new(IndexGeneration::new(Arc::new(meta))),
+            config,
+            bus,
+            store: Arc::new(store),
+            stats: Arc::new(Stats::default()),
+        });
+        let cache = if stages.contains(&Stage::Retrieve) { RetrievalCache::from_config(&ctx.config.intake) } else { None };
         let mut services = Vec::new();
         let mut ask = None;
         let mut lanes = None;
         for stage in stages {
-            let service = endpoint::register_service(&client, *stage).await?;
+            let stats = if *stage == Stage::Retrieve { cache.clone() } else { None };
+            let service = endpoint::register_service(&client, *stage, stats).await?;
             if *stage == Stage::Intake {
                 ask = Some(endpoint::ask_endpoint(&service, &ctx).await?);
             }
@@ -110,7 +156,9 @@ impl Node {
             }
             services.push(service);
         }
-        let mut node = Node::start(ctx.clone(), stages, Backends { retriever, graph: graph.clone() }, services).await?;
+        let agents = stages.iter().any(|s| matches!(s, Stage::Planner | Stage::Grader | Stage::Synthesizer));
+        let llm = if agents { llm_agent(&ctx.config)? } else { None };
+        let mut node = Node::start(ctx.clone(), stages, Backends { retriever, graph: graph.clone(), llm, cache }, services).await?;
         if let Some(ask) = ask {
             node.tasks.push(tokio::spawn(endpoint::serve_ask(ctx, ask)));
         }
@@ -133,7 +181,7 @@ impl Node {
         let mut args = Vec::new();
         let mut consuming = Vec::new();
         for stage in ordered {
-            let Some(logic) = logic_for(stage, &ctx.config, &backends)? else { continue };
+            let Some(logic) = logic_for(stage, &ctx, &backends)? else { continue };
             let queue = ctx.bus.work_queue(stage).await?;
             args.push(StageArgs { worker: WorkerArgs { ctx: ctx.clone(), logic, queue }, workers: ctx.config.stages.workers });
             consuming.push(stage);
@@ -184,6 +232,10 @@ impl Node {
         let _ = self.supervisor_handle.await;
         for task in self.tasks {
             task.abort();
+        }
+        if let Some(graph) = self.graph {
+            // Bounded: a connection still checked out by an aborted task must not hold shutdown up.
+            let _ = tokio::time::timeout(std::time::Duration::from_secs(5), graph.close()).await;
         }
     }
 }

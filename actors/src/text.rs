@@ -109,7 +109,11 @@ const NOT_NAMES: &[&str] = &[
     "Which", "What", "Who", "Whom", "Whose", "How", "When", "Where", "Why", "Is", "Are", "Was", "Were", "Did", "Do",
     "Does", "The", "A", "An", "In", "On", "Of", "And", "Compare", "Tell", "Give", "List", "Name", "Explain", "Can",
     "Could", "Should", "Would", "He", "She", "It", "They", "His", "Her", "Their", "This", "That", "These", "Those",
-    "Both", "If", "For", "As", "At", "By", "From", "With",
+    "Both", "If", "For", "As", "At", "By", "From", "With", "Or",
+    // French, Spanish and German question words and openers.
+    "Qui", "Que", "Quoi", "Quand", "Où", "Quel", "Quelle", "Quels", "Quelles", "Comment", "Pourquoi", "Combien",
+    "Comparer", "Et", "Quién", "Qué", "Cuándo", "Dónde", "Cuál", "Cuáles", "Cómo", "Cuántos", "Cuántas", "Por",
+    "Comparar", "Wer", "Was", "Wann", "Wo", "Welche", "Welcher", "Welches", "Wie", "Warum", "Vergleiche", "Und",
 ];
 
 /// Capitalised word runs that look like names: "Lothair II", "Monkey D. Luffy", "Ermengarde of Tours".

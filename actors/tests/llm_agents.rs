@@ -51,6 +51,8 @@ fn config(dir: &std::path::Path, base_url: &str) -> Config {
     config.llm.api_key_env = "SLEUTH_TEST_NO_SUCH_KEY".into();
     config.llm.backoff_base_ms = 5;
     config.llm.backoff_max_ms = 20;
+    // The LLM plans and grades on the agent route only; these tests are about the agent loop.
+    config.intake.force_route = Some(sleuth_messages::Route::Agent);
     config
 }
 

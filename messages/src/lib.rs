@@ -7,6 +7,7 @@
 
 pub mod analysis;
 pub mod codec;
+pub mod conversation;
 pub mod envelope;
 pub mod error;
 pub mod event;
@@ -20,7 +21,8 @@ pub mod result;
 pub mod step;
 pub mod subjects;
 
-pub use analysis::{AskRequest, ComplexityScore, QueryAnalysis, QueryType, Route};
+pub use analysis::{AskRequest, ComplexityScore, QueryAnalysis, QueryType, RetrieverWeights, Route};
+pub use conversation::{Conversation, ConversationTurn};
 pub use codec::{CodecError, Encoding, MAX_PAYLOAD_BYTES};
 pub use envelope::{Envelope, Stage, WorkItem, SCHEMA_VERSION};
 pub use error::{ErrorKind, ErrorResponse};
@@ -34,7 +36,7 @@ pub use lookup::{EntitiesReply, EntityRecord, HydrateRequest, SearchRequest, MAX
 pub use plan::PlannerState;
 pub use report::{CheckOutcome, SufficiencyReport};
 pub use response::{AgentResponse, Citation, TerminationReason};
-pub use result::{GraphPath, GraphResult, Hit, RetrievalResult};
+pub use result::{CacheStats, GraphPath, GraphResult, Hit, RetrievalResult};
 pub use step::{Action, ActionKind, ClarifyingQuestion, NextStep, MAX_PARALLEL_ACTIONS};
 
 /// Free-form structured data (filters, evidence, metadata); a `BTreeMap` so encodings are deterministic.

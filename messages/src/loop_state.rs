@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
 use crate::{
-    analysis::{AskRequest, QueryAnalysis},
+    analysis::{AskRequest, ComplexityScore, QueryAnalysis, RetrieverWeights, Route},
     codec::Encoding,
     error::ErrorResponse,
     plan::PlannerState,
@@ -160,6 +160,17 @@ pub struct LoopState {
     pub outcome: Option<Outcome>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub finished_ms: Option<u64>,
+    /// The retriever weights after the shifts of low-confidence results; `None` until the first shift, when
+    /// the analysis' weights hold.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub weights: Option<RetrieverWeights>,
+}
+
+impl LoopState {
+    /// The retriever weights in force.
+    pub fn weights(&self) -> RetrieverWeights {
+        self.weights.unwrap_or(self.analysis.weights)
+    }
 }
 
 /// One turn, summarised for clients: what was done and what the grader said.
@@ -186,10 +197,22 @@ pub struct AskReply {
     pub turns: Vec<TurnBrief>,
     #[serde(default)]
     pub elapsed_ms: u64,
+    /// The route intake chose, and why (seed 001's debuggable score).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub route: Option<Route>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub complexity: Option<ComplexityScore>,
 }
 
 impl AskReply {
     pub fn error(err: ErrorResponse) -> AskReply {
-        AskReply { request_id: err.request_id, outcome: Outcome::Error(err), turns: Vec::new(), elapsed_ms: 0 }
+        AskReply {
+            request_id: err.request_id,
+            outcome: Outcome::Error(err),
+            turns: Vec::new(),
+            elapsed_ms: 0,
+            route: None,
+            complexity: None,
+        }
     }
 }

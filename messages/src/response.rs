@@ -26,6 +26,8 @@ pub enum TerminationReason {
     Clarification,
     /// The request was cancelled.
     Cancelled,
+    /// The fast route: one retrieval pass, then the answer, with no grading loop (seed 001's simple path).
+    SinglePass,
 }
 
 impl TerminationReason {
@@ -40,6 +42,7 @@ impl TerminationReason {
             TerminationReason::Budget => "budget",
             TerminationReason::Clarification => "clarification",
             TerminationReason::Cancelled => "cancelled",
+            TerminationReason::SinglePass => "single_pass",
         }
     }
 
@@ -47,7 +50,10 @@ impl TerminationReason {
     pub fn is_cap(self) -> bool {
         !matches!(
             self,
-            TerminationReason::Sufficient | TerminationReason::PlannerFinal | TerminationReason::Clarification
+            TerminationReason::Sufficient
+                | TerminationReason::PlannerFinal
+                | TerminationReason::Clarification
+                | TerminationReason::SinglePass
         )
     }
 }

@@ -23,6 +23,9 @@ pub struct RetrievalResult {
     pub summary: String,
     pub raw_data: Vec<Hit>,
     pub count: u32,
+    /// Served by the retrieval cache rather than the index.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub from_cache: bool,
 }
 
 /// An ordered chain of nodes and the relations between them.
@@ -49,4 +52,26 @@ pub struct GraphResult {
     /// (`mentions`) produce none: the documents themselves are the evidence.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub evidence: Vec<Hit>,
+}
+
+/// The retrieval cache's counters, as `nats micro stats sleuth-retrieve` and `sleuth eval` show them.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct CacheStats {
+    pub entries: u64,
+    pub capacity: u64,
+    pub ttl_s: u64,
+    pub hits: u64,
+    pub misses: u64,
+    /// Lookups skipped because the search had filters (or no query).
+    pub bypassed: u64,
+    /// Times the index generation moved and the cache was emptied.
+    pub invalidations: u64,
+    pub generation: u64,
+}
+
+impl CacheStats {
+    pub fn hit_rate(&self) -> f64 {
+        let lookups = self.hits + self.misses;
+        if lookups == 0 { 0.0 } else { self.hits as f64 / lookups as f64 }
+    }
 }

@@ -16,6 +16,9 @@ pub enum Action {
     QdrantSearch { search_intent: SearchIntent },
     PgGraph { graph_intent: GraphIntent },
     Clarify { questions: Vec<ClarifyingQuestion> },
+    /// The `database_stats` tool: how many documents, chunks and entities (by type) the corpus holds. Answers
+    /// database meta-questions, which document retrieval cannot.
+    DatabaseStats {},
     /// Stop retrieving and synthesize from the evidence gathered so far.
     Final {},
 }
@@ -27,6 +30,7 @@ pub enum ActionKind {
     QdrantSearch,
     PgGraph,
     Clarify,
+    DatabaseStats,
     Final,
 }
 
@@ -36,6 +40,7 @@ impl Action {
             Action::QdrantSearch { .. } => ActionKind::QdrantSearch,
             Action::PgGraph { .. } => ActionKind::PgGraph,
             Action::Clarify { .. } => ActionKind::Clarify,
+            Action::DatabaseStats {} => ActionKind::DatabaseStats,
             Action::Final {} => ActionKind::Final,
         }
     }
@@ -52,6 +57,7 @@ impl Action {
                 format!("pg_graph {:?} from {}", graph_intent.query_type, graph_intent.start.id)
             }
             Action::Clarify { questions } => format!("clarify ({} questions)", questions.len()),
+            Action::DatabaseStats {} => "database_stats".to_string(),
             Action::Final {} => "final".to_string(),
         }
     }
@@ -63,6 +69,7 @@ impl ActionKind {
             ActionKind::QdrantSearch => "qdrant_search",
             ActionKind::PgGraph => "pg_graph",
             ActionKind::Clarify => "clarify",
+            ActionKind::DatabaseStats => "database_stats",
             ActionKind::Final => "final",
         }
     }

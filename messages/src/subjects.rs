@@ -8,6 +8,8 @@ pub const DEFAULT_PREFIX: &str = "sleuth.v1";
 pub const WORK_STREAM: &str = "SLEUTH_WORK";
 pub const EVENTS_STREAM: &str = "SLEUTH_EVENTS";
 pub const LOOPS_BUCKET: &str = "sleuth_loops";
+pub const CONVERSATIONS_BUCKET: &str = "sleuth_conversations";
+pub const META_BUCKET: &str = "sleuth_meta";
 
 /// Names for one deployment. Tests use a unique prefix and suffix so they can share a server.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -64,6 +66,14 @@ impl Subjects {
     pub fn loops_bucket(&self) -> String {
         format!("{LOOPS_BUCKET}{}", self.suffix)
     }
+    /// Recent turns per `conversation_id`, with a TTL.
+    pub fn conversations_bucket(&self) -> String {
+        format!("{CONVERSATIONS_BUCKET}{}", self.suffix)
+    }
+    /// Deployment-wide counters, e.g. the index generation the retrieval caches check.
+    pub fn meta_bucket(&self) -> String {
+        format!("{META_BUCKET}{}", self.suffix)
+    }
     pub fn consumer(&self, stage: Stage) -> String {
         format!("sleuth_{stage}{}", self.suffix)
     }
@@ -83,5 +93,7 @@ mod tests {
         assert_eq!(s.events(id), format!("sleuth.v1.events.{id}"));
         assert_eq!(s.work_stream(), "SLEUTH_WORK");
         assert_eq!(s.loops_bucket(), "sleuth_loops");
+        assert_eq!(s.conversations_bucket(), "sleuth_conversations");
+        assert_eq!(s.meta_bucket(), "sleuth_meta");
     }
 }

@@ -130,7 +130,7 @@ mod tests {
     #[test]
     fn the_next_step_schema_names_every_action() {
         let schema = schema_of::<NextStep>().to_string();
-        for action in ["qdrant_search", "pg_graph", "final", "clarify"] {
+        for action in ["qdrant_search", "pg_graph", "final", "clarify", "database_stats"] {
             assert!(schema.contains(&format!("\"{action}\"")), "{action} missing from {schema}");
         }
         assert!(!schema.contains("$ref"), "refs are inlined: {schema}");

@@ -4,15 +4,16 @@ use sleuth_messages::{Caps, LoopState, Route, TerminationReason};
 
 use crate::config::LoopConfig;
 
-/// The caps for a new request: the route's turn tier (seed 002: simple 2, standard 5, deep 10), then the
-/// request's own override, clamped to the configured maximum.
+/// The caps for a new request: the route's turn tier (fast and clarify one pass, enhanced `max_turns_standard`,
+/// agent `max_turns_deep`), then the request's own override, clamped to the configured maximum. The fast route
+/// stays one pass whatever the request asks: more turns is what the other routes are for.
 pub fn caps_for(config: &LoopConfig, route: Route, requested_turns: Option<u32>) -> Caps {
-    let tier = match route {
-        Route::Fast => config.max_turns_simple,
-        Route::Enhanced | Route::Clarify => config.max_turns_standard,
-        Route::Agent => config.max_turns_deep,
-    };
-    let max_turns = requested_turns.unwrap_or(tier).clamp(1, config.max_turns_deep.max(1));
+    let max_turns = match route {
+        Route::Fast | Route::Clarify => 1,
+        Route::Enhanced => requested_turns.unwrap_or(config.max_turns_standard),
+        Route::Agent => requested_turns.unwrap_or(config.max_turns_deep),
+    }
+    .clamp(1, config.max_turns_deep.max(1));
     Caps {
         max_turns,
         no_new_information_rounds: config.no_new_information_rounds,

@@ -17,7 +17,7 @@ pub use outbound::{next_messages, reply_of, Outbound};
 use sleuth_messages::{
     ActionOutcome, ActionResult, AgentResponse, AskRequest, Card, Caps, ErrorResponse, LoopState, NextStep, Outcome,
     Phase, PlannerState, QueryAnalysis, ReplyTo, Stage, SufficiencyReport, TerminationReason, TurnRecord, WorkItem,
-    SCHEMA_VERSION, Action,
+    SCHEMA_VERSION, Action, EntityType, RetrieverWeights, Route,
 };
 use uuid::Uuid;
 
@@ -63,13 +63,14 @@ pub fn new_state(new: NewRequest) -> LoopState {
         counters: Default::default(),
         outcome: None,
         finished_ms: None,
+        weights: None,
     }
 }
 
 /// The stage that executes an action, or `None` for actions that end retrieval.
 pub fn executor_of(action: &Action) -> Option<Stage> {
     match action {
-        Action::QdrantSearch { .. } => Some(Stage::Retrieve),
+        Action::QdrantSearch { .. } | Action::DatabaseStats {} => Some(Stage::Retrieve),
         Action::PgGraph { .. } => Some(Stage::Graph),
         Action::Clarify { .. } | Action::Final {} => None,
     }
@@ -165,8 +166,36 @@ pub fn apply_outcome(
             outcome.new_cards += 1;
         }
     }
-    next.phase = Phase::Grading;
+    let weights = shift_weights(state.weights(), &turn.step.actions, &turn.outcomes);
+    if weights != state.weights() {
+        next.weights = Some(weights);
+    }
+    // The fast route is one pass then the answer: no grading, no second turn (seed 001's simple path).
+    if state.analysis.route == Route::Fast {
+        enter_synthesis(&mut next, TerminationReason::SinglePass);
+    } else {
+        next.phase = Phase::Grading;
+    }
     Ok(next)
+}
+
+/// Seed 001's post-hoc adjustment: a retriever whose results came back with low confidence (nothing, or a
+/// failure) hands 0.3 of its weight to the other. Document searches are the vector retriever; entity
+/// searches and graph traversals are the graph retriever.
+fn shift_weights(mut weights: RetrieverWeights, actions: &[Action], outcomes: &[ActionOutcome]) -> RetrieverWeights {
+    for outcome in outcomes {
+        if outcome.result.hit_count() > 0 {
+            continue;
+        }
+        weights = match actions.get(outcome.slot as usize) {
+            Some(Action::QdrantSearch { search_intent }) if search_intent.entity_type == EntityType::Document => {
+                weights.shifted_to_graph()
+            }
+            Some(Action::QdrantSearch { .. } | Action::PgGraph { .. }) => weights.shifted_to_vector(),
+            _ => weights,
+        };
+    }
+    weights
 }
 
 /// The grader judged the current turn. Sufficient evidence goes straight to synthesis (binding reflection,

@@ -110,5 +110,7 @@ pub fn reply_of(state: &LoopState) -> AskReply {
         outcome,
         turns,
         elapsed_ms: state.finished_ms.unwrap_or(state.created_ms).saturating_sub(state.created_ms),
+        route: Some(state.analysis.route),
+        complexity: Some(state.analysis.complexity.clone()),
     }
 }

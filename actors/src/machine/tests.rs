@@ -32,7 +32,7 @@ fn hits(ids: &[&str]) -> ActionResult {
         .iter()
         .map(|id| Hit { id: id.to_string(), doc_id: id.to_string(), title: id.to_string(), text: "t".into(), score: 1.0, metadata: JsonMap::new() })
         .collect();
-    ActionResult::Retrieval(RetrievalResult { summary: String::new(), count: raw_data.len() as u32, raw_data })
+    ActionResult::Retrieval(RetrievalResult { summary: String::new(), count: raw_data.len() as u32, raw_data, from_cache: false })
 }
 
 fn item(state: &LoopState, stage: Stage, step: u32) -> WorkItem {

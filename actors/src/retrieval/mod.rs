@@ -3,6 +3,7 @@
 //! [`SearchPlan`] on the configured backend, and reranks the candidates.
 
 pub mod bm25;
+pub mod cache;
 pub mod entities;
 pub mod rerank;
 
@@ -160,6 +161,31 @@ impl Retriever {
         let candidates = index.search(&plan).await?;
         let ranked = self.reranker.rerank(query, question_dense.as_deref(), candidates).await?;
         Ok(ranked.into_iter().take(limit).map(|c| c.hit).collect())
+    }
+
+    /// Literal-constraint search (seed 003): BM25 only (no dense lane, so nothing paraphrased), over the query
+    /// and its literals, with the chunks that contain every literal verbatim ranked first.
+    pub async fn search_exact(&self, query: &str, literals: &[String], filter: &PayloadFilter, limit: usize) -> anyhow::Result<Vec<Hit>> {
+        let text = format!("{query} {}", literals.join(" "));
+        let sparse = self.bm25.query(&text);
+        if sparse.is_empty() {
+            return Ok(Vec::new());
+        }
+        let plan = SearchPlan {
+            lanes: vec![Lane::Sparse(sparse)],
+            filter: filter.clone(),
+            prefetch_limit: self.settings.prefetch_limit,
+            rrf_k: self.settings.rrf_k,
+            limit: self.settings.prefetch_limit.max(limit),
+            dense_threshold: None,
+            with_dense: false,
+        };
+        let mut hits: Vec<Hit> = self.index.search(&plan).await?.into_iter().map(|c| c.hit).collect();
+        let exact = |h: &Hit| literals.iter().all(|l| h.text.contains(l.as_str()) || h.title.contains(l.as_str()));
+        // Stable: BM25 order within each group.
+        hits.sort_by_key(|h| !exact(h));
+        hits.truncate(limit);
+        Ok(hits)
     }
 
     /// Chunks matching a filter, in document order (an ID lookup when the filter names documents).

@@ -19,7 +19,7 @@ use crate::{
     bus::{Bus, BusError},
     config::Config,
     machine::{self, Outbound},
-    store::StateStore,
+    store::{bucket::MemoryBucket, Conversations, IndexGeneration, StateStore},
 };
 
 /// What every stage in a process shares: configuration, the bus, the state store and the counters.
@@ -28,6 +28,26 @@ pub struct NodeContext {
     pub bus: Arc<dyn Bus>,
     pub store: Arc<dyn StateStore>,
     pub stats: Arc<Stats>,
+    /// Recent turns per `conversation_id`, for intake's follow-up resolution.
+    pub conversations: Arc<Conversations>,
+    /// Moved by ingestion; the retrieval caches drop what an older generation computed.
+    pub generation: Arc<IndexGeneration>,
+}
+
+impl NodeContext {
+    /// A context whose conversations and index generation live in this process (the embedded mode, tests).
+    pub fn in_memory(config: Arc<Config>, bus: Arc<dyn Bus>, store: Arc<dyn StateStore>) -> NodeContext {
+        let ttl = std::time::Duration::from_secs(config.intake.conversation_ttl_s);
+        let conversations = Conversations::new(Arc::new(MemoryBucket::new(Some(ttl))), config.intake.conversation_turns);
+        NodeContext {
+            bus,
+            store,
+            stats: Arc::new(Stats::default()),
+            conversations: Arc::new(conversations),
+            generation: Arc::new(IndexGeneration::new(Arc::new(MemoryBucket::new(None)))),
+            config,
+        }
+    }
 }
 
 /// Counters per stage, read by tests and exported as metrics.

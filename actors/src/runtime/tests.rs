@@ -14,7 +14,7 @@ use sleuth_messages::{AskRequest, EventBody, LoopState, Outcome, Stage, WorkItem
 use super::{
     supervisor::{NodeSupervisor, StageArgs},
     worker::WorkerArgs,
-    NodeContext, Stats,
+    NodeContext,
 };
 use crate::{
     bus::{memory::MemoryBus, Bus},
@@ -74,14 +74,13 @@ async fn harness(grader: Arc<dyn StageLogic>, max_deliver: i64) -> Harness {
     config.nats.max_deliver = max_deliver;
     config.stages.workers = 1;
     let bus = MemoryBus::new(max_deliver as u32);
-    let ctx = Arc::new(NodeContext {
-        config: Arc::new(config),
-        bus: bus.clone() as Arc<dyn Bus>,
-        store: Arc::new(MemoryStore::default()) as Arc<dyn StateStore>,
-        stats: Arc::new(Stats::default()),
-    });
+    let ctx = Arc::new(NodeContext::in_memory(
+        Arc::new(config),
+        bus.clone() as Arc<dyn Bus>,
+        Arc::new(MemoryStore::default()) as Arc<dyn StateStore>,
+    ));
     let logics: Vec<Arc<dyn StageLogic>> =
-        vec![Arc::new(Synthesizer), grader, Arc::new(Retrieve { retriever, top_k: 4 }), Arc::new(Planner::default())];
+        vec![Arc::new(Synthesizer), grader, Arc::new(Retrieve::new(retriever, 4, None, ctx.generation.clone())), Arc::new(Planner::default())];
     let mut args = Vec::new();
     for logic in logics {
         let queue = ctx.bus.work_queue(logic.stage()).await.unwrap();

@@ -123,6 +123,11 @@ pub fn grade(state: &LoopState) -> SufficiencyReport {
         format!("{} relevant documents, {min_sources} required", sources.len()),
     ));
 
+    if a.meta_question {
+        let stats = state.cards.iter().any(|c| c.hit.id == super::retrieve::DATABASE_STATS_ID);
+        checks.push(check("database_stats_present", stats, if stats { "the database answered".into() } else { "database_stats not run yet".into() }));
+    }
+
     let absent: Vec<String> = a.literal_terms.iter().filter(|l| !state.cards.iter().any(|c| c.hit.text.contains(l.as_str()) || c.hit.title.contains(l.as_str()))).cloned().collect();
     checks.push(check("literals_present", absent.is_empty(), format!("absent {absent:?}")));
     missing.extend(absent);

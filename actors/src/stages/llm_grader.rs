@@ -4,7 +4,7 @@
 //! the deterministic grader's verdict stands.
 
 use async_trait::async_trait;
-use sleuth_messages::{CheckOutcome, LoopState, Stage, SufficiencyReport, WorkItem};
+use sleuth_messages::{CheckOutcome, LoopState, Route, Stage, SufficiencyReport, WorkItem};
 
 use super::{grader::Grader, StageLogic};
 use crate::{
@@ -26,7 +26,11 @@ impl StageLogic for LlmGrader {
         Stage::Grader
     }
 
-    async fn apply(&self, state: &LoopState, _item: &WorkItem) -> anyhow::Result<LoopState> {
+    async fn apply(&self, state: &LoopState, item: &WorkItem) -> anyhow::Result<LoopState> {
+        // Only the agent route grades with the LLM; the enhanced route is a deterministic pipeline.
+        if state.analysis.route != Route::Agent || state.analysis.meta_question {
+            return self.fallback.apply(state, item).await;
+        }
         // The graph checks hold the deterministic planner to its own procedure; an LLM planner chooses its own,
         // so it is held to the acceptance checks alone, unless it has already handed over to the deterministic one.
         let checks = if state.counters.llm_fallbacks > 0 { self.fallback } else { Grader::default() };

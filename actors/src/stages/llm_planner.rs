@@ -4,11 +4,11 @@
 //! instead and the request is marked degraded.
 
 use async_trait::async_trait;
-use sleuth_messages::{Action, LoopState, NextStep, PlannerState, Stage, WorkItem};
+use sleuth_messages::{Action, LoopState, NextStep, PlannerState, Route, Stage, WorkItem};
 
 use super::{
     graph,
-    planner::{initial_plan, Planner},
+    planner::{initial_plan, intake_step, Planner},
     StageLogic,
 };
 use crate::{
@@ -29,7 +29,12 @@ impl StageLogic for LlmPlanner {
         Stage::Planner
     }
 
-    async fn apply(&self, state: &LoopState, _item: &WorkItem) -> anyhow::Result<LoopState> {
+    async fn apply(&self, state: &LoopState, item: &WorkItem) -> anyhow::Result<LoopState> {
+        // Only the agent route runs the LLM loop; the fast and enhanced routes are deterministic pipelines, and
+        // clarifications and meta-questions are decided by intake (seed 001: the agent path costs 4–10× the tokens).
+        if state.analysis.route != Route::Agent || intake_step(state).is_some() {
+            return self.fallback.apply(state, item).await;
+        }
         let mut usage = Usage::default();
         let mut fell_back = false;
         let plan = match state.plan {
@@ -107,7 +112,7 @@ pub fn check_step(step: &NextStep, state: &LoopState, graph_config: &GraphConfig
                 graph::check(graph_config, graph_intent).map_err(|e| format!("pg_graph: {e}"))?;
             }
             Action::Clarify { questions } if questions.is_empty() => return Err("clarify needs at least one question".into()),
-            Action::Clarify { .. } | Action::Final {} => {}
+            Action::Clarify { .. } | Action::DatabaseStats {} | Action::Final {} => {}
         }
     }
     Ok(())

@@ -7,7 +7,7 @@ use sleuth_messages::{
         AcceptanceCriteria, AnswerRequirements, Budget, LiteralConstraints, PlannerMeta, Rerank, RetrievalMode,
         RetrievalModeType, RetrievalRound, RoundPurpose, Safety, Sensitivity, StopConditions, Strategy,
     },
-    Action, LoopState, NextStep, PlannerState, QueryType, SearchIntent, Stage, WorkItem,
+    Action, ClarifyingQuestion, LoopState, NextStep, PlannerState, QueryType, Route, SearchIntent, Stage, WorkItem,
 };
 
 use super::{
@@ -41,14 +41,40 @@ impl StageLogic for Planner {
 }
 
 impl Planner {
-    /// This planner's step for the current turn.
+    /// This planner's step for the current turn. The clarify route asks its questions; a meta-question asks
+    /// the database. Otherwise the entity graph is tried first when its weight is not under the skip threshold
+    /// (seed 001: a confident factual question does not touch it), then the documents' mention links, then
+    /// document search.
     pub fn step(&self, state: &LoopState) -> NextStep {
-        self.resolve_entities
+        if let Some(step) = intake_step(state) {
+            return step;
+        }
+        let graph_lane = self.resolve_entities && state.weights().runs_graph();
+        graph_lane
             .then(|| resolve::entity_step(state))
             .flatten()
             .or_else(|| self.graph_bridges.then(|| graph_step(state)).flatten())
             .unwrap_or_else(|| next_step(state))
     }
+}
+
+/// The steps intake's analysis decides: clarify on the clarify route, `database_stats` for a meta-question.
+pub fn intake_step(state: &LoopState) -> Option<NextStep> {
+    let a = &state.analysis;
+    if a.route == Route::Clarify && state.turn == 1 {
+        let mut questions = a.clarifying_questions.clone();
+        if questions.is_empty() {
+            questions.push(ClarifyingQuestion {
+                question: "Could you say more precisely what you are looking for?".into(),
+                reason: a.complexity.reason.clone(),
+                blocking: true,
+            });
+        }
+        return Some(NextStep::single("the question is ambiguous: ask before searching", Action::Clarify { questions }));
+    }
+    let asked = state.turns.iter().flat_map(|t| &t.step.actions).any(|a| matches!(a, Action::DatabaseStats {}));
+    (a.meta_question && !asked)
+        .then(|| NextStep::single("a question about the database itself: ask the database_stats tool", Action::DatabaseStats {}))
 }
 
 /// How many independent sources the question needs: two when it relates or compares things, or hops through a relation.
@@ -72,18 +98,28 @@ pub fn initial_plan(state: &LoopState) -> PlannerState {
     if resolve::entity_question(state).is_some() {
         tags.push("entity_question".into());
     }
+    if a.meta_question {
+        tags.push("database_meta".into());
+    }
+    let k = state.caps.max_hits_per_search;
+    // Literals force exact, BM25-only matching (seed 003); otherwise both lanes fused with RRF.
+    let modes = if literal {
+        vec![RetrievalMode { mode: RetrievalModeType::Bm25, k, alpha: None }]
+    } else {
+        vec![RetrievalMode { mode: RetrievalModeType::Vector, k, alpha: None }, RetrievalMode { mode: RetrievalModeType::Bm25, k, alpha: None }]
+    };
     PlannerState {
         goal: a.normalized.clone(),
-        strategy: Strategy::RetrieveThenAnswer,
-        clarifying_questions: Vec::new(),
+        strategy: if a.route == Route::Clarify { Strategy::ClarifyThenRetrieve } else { Strategy::RetrieveThenAnswer },
+        clarifying_questions: a.clarifying_questions.clone(),
         retrieval_rounds: vec![RetrievalRound {
             round_id: 1,
             purpose: RoundPurpose::Recall,
-            query_variants: vec![a.rewritten.clone()],
-            retrieval_modes: vec![RetrievalMode { mode: RetrievalModeType::Bm25, k: state.caps.max_hits_per_search, alpha: None }],
+            query_variants: if a.subquestions.len() > 1 { a.subquestions.clone() } else { vec![a.rewritten.clone()] },
+            rrf: !literal,
+            retrieval_modes: modes,
             filters: Default::default(),
             use_hyde: false,
-            rrf: false,
             rerank: Rerank { enabled: false, model: "cross_encoder".into(), rerank_top_k: 0 },
             max_docs: state.caps.max_hits_per_search,
         }],
@@ -177,6 +213,15 @@ pub fn next_step(state: &LoopState) -> NextStep {
                     search("first entity of the comparison", format!("{} {tail}", a.entities[0]).trim().to_string()),
                     search("second entity of the comparison", format!("{} {tail}", a.entities[1]).trim().to_string()),
                 ],
+            };
+        }
+        // A question decomposed into several (two questions in one, "… and when was it released?") searches
+        // the first two in parallel.
+        let parts: Vec<&String> = a.subquestions.iter().filter(|q| !q.eq_ignore_ascii_case(&a.normalized)).collect();
+        if parts.len() >= 2 {
+            return NextStep {
+                rationale: "the question asks two things: search both sub-questions in parallel".into(),
+                actions: parts.iter().take(2).map(|q| search("sub-question", q.trim_end_matches('?').to_string())).collect(),
             };
         }
         return NextStep::single("search for the question", search("the question as asked", a.rewritten.clone()));

@@ -272,7 +272,7 @@ mod tests {
     }
 
     fn retrieval(hits: Vec<Hit>) -> ActionResult {
-        ActionResult::Retrieval(RetrievalResult { summary: String::new(), count: hits.len() as u32, raw_data: hits })
+        ActionResult::Retrieval(RetrievalResult { summary: String::new(), count: hits.len() as u32, raw_data: hits, from_cache: false })
     }
 
     /// Plans `step`, records `results` slot by slot, grades the turn insufficient: the next turn's state.

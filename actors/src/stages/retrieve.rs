@@ -1,23 +1,34 @@
-//! Retrieve: executes a `qdrant_search` action with the hybrid [`Retriever`] (dense + BM25, RRF, rerank).
-//! `entity_type` picks the collection: documents, or the entity collection restricted to that type (entity
-//! resolution). Filters are typed payload filters; an `id` filter without a query is an ID lookup. An invalid
-//! intent becomes a failed action result that the planner can react to, not a crash.
+//! Retrieve: executes a `qdrant_search` action with the hybrid [`Retriever`] (dense + BM25, RRF, rerank), and the
+//! `database_stats` tool. `entity_type` picks the collection: documents, or the entity collection restricted to
+//! that type (entity resolution). Filters are typed payload filters; an `id` filter without a query is an ID
+//! lookup. A question with literal constraints searches BM25 only, exact matches first. Searches without
+//! filters go through the [`RetrievalCache`]. An invalid intent becomes a failed action result that the planner
+//! can react to, not a crash.
 
 use std::{sync::Arc, time::Instant};
 
 use async_trait::async_trait;
 use sleuth_messages::{
-    Action, ActionResult, EntityType, ErrorKind, ErrorResponse, Hit, LoopState, RetrievalResult, SearchIntent, Stage,
-    WorkItem,
+    Action, ActionResult, EntityType, ErrorKind, ErrorResponse, Hit, JsonMap, LoopState, RetrievalResult, SearchIntent,
+    Stage, WorkItem,
 };
 
 use super::StageLogic;
-use crate::{machine, retrieval::Retriever};
+use crate::{
+    machine,
+    retrieval::{cache::RetrievalCache, Retriever},
+    store::IndexGeneration,
+};
+
+/// The id of the `database_stats` card: one per request, however often it is asked for.
+pub const DATABASE_STATS_ID: &str = "sleuth:database_stats";
 
 pub struct Retrieve {
     pub retriever: Arc<Retriever>,
     /// Hits per search when the intent does not say.
     pub top_k: u32,
+    cache: Option<Arc<RetrievalCache>>,
+    generation: Arc<IndexGeneration>,
 }
 
 #[async_trait]
@@ -28,17 +39,18 @@ impl StageLogic for Retrieve {
 
     async fn apply(&self, state: &LoopState, item: &WorkItem) -> anyhow::Result<LoopState> {
         let slot = item.envelope.step;
-        let Some(Action::QdrantSearch { search_intent }) = machine::current_action(state, slot) else {
-            anyhow::bail!("slot {slot} of turn {} is not a qdrant_search", state.turn);
-        };
         let started = Instant::now();
-        let max = state.caps.max_hits_per_search.max(1);
-        let result = match self.execute(search_intent, max).await {
-            Ok(result) => ActionResult::Retrieval(result),
-            Err(Failure::Invalid(message)) => {
-                ActionResult::Failed(ErrorResponse::new(ErrorKind::InvalidInput, message))
+        let result = match machine::current_action(state, slot) {
+            Some(Action::QdrantSearch { search_intent }) => {
+                let max = state.caps.max_hits_per_search.max(1);
+                match self.execute(search_intent, &state.analysis.literal_terms, max).await {
+                    Ok(result) => ActionResult::Retrieval(result),
+                    Err(Failure::Invalid(message)) => ActionResult::Failed(ErrorResponse::new(ErrorKind::InvalidInput, message)),
+                    Err(Failure::Backend(err)) => return Err(err),
+                }
             }
-            Err(Failure::Backend(err)) => return Err(err),
+            Some(Action::DatabaseStats {}) => ActionResult::Retrieval(self.database_stats().await?),
+            _ => anyhow::bail!("slot {slot} of turn {} is not a qdrant_search or database_stats", state.turn),
         };
         tracing::info!(request_id = %state.request_id, turn = state.turn, slot, hits = result.hit_count(), "retrieved");
         Ok(machine::apply_outcome(state, slot, result, started.elapsed().as_millis() as u64)?)
@@ -53,7 +65,16 @@ enum Failure {
 }
 
 impl Retrieve {
-    async fn execute(&self, intent: &SearchIntent, max: u32) -> Result<RetrievalResult, Failure> {
+    pub fn new(
+        retriever: Arc<Retriever>,
+        top_k: u32,
+        cache: Option<Arc<RetrievalCache>>,
+        generation: Arc<IndexGeneration>,
+    ) -> Retrieve {
+        Retrieve { retriever, top_k, cache, generation }
+    }
+
+    async fn execute(&self, intent: &SearchIntent, literals: &[String], max: u32) -> Result<RetrievalResult, Failure> {
         let r = &self.retriever;
         let documents = intent.entity_type == EntityType::Document;
         let filter = if documents { r.parse_filter(&intent.filters) } else { r.parse_entity_filter(intent.entity_type, &intent.filters) }
@@ -64,15 +85,85 @@ impl Retrieve {
         if query.is_none() && intent.filters.is_empty() {
             return Err(Failure::Invalid("a search intent needs a query or a filter".into()));
         }
+        let exact: &[String] = if documents { literals } else { &[] };
+        let cached = self.cached(intent, limit, exact).await;
+        if let Some((_, _, Some(hits))) = &cached {
+            return Ok(result(hits.clone(), true));
+        }
         let hits = match (query, documents) {
+            (Some(query), true) if !exact.is_empty() => r.search_exact(query, exact, &filter, limit).await,
             (Some(query), true) => r.search(query, &filter, limit).await,
             (Some(query), false) => r.search_entities(query, &filter, limit).await,
             (None, true) => r.fetch(&filter, limit).await,
             (None, false) => r.fetch_entities(&filter, limit).await,
         }
         .map_err(Failure::Backend)?;
-        Ok(RetrievalResult { summary: summarize(&hits), count: hits.len() as u32, raw_data: hits })
+        if let (Some(cache), Some((key, generation, None))) = (&self.cache, cached) {
+            cache.put(key, generation, hits.clone());
+        }
+        Ok(result(hits, false))
     }
+
+    /// The cache key, the index generation and the cached hits, when this search may use the cache. A store
+    /// that cannot say the generation turns the cache off for this search rather than risk stale hits.
+    async fn cached(&self, intent: &SearchIntent, limit: usize, exact: &[String]) -> Option<(String, u64, Option<Vec<Hit>>)> {
+        let cache = self.cache.as_ref()?;
+        let key = cache.key(intent, limit, exact)?;
+        let generation = match self.generation.current().await {
+            Ok(g) => g,
+            Err(e) => {
+                tracing::warn!(error = %e, "cannot read the index generation: retrieval cache bypassed");
+                return None;
+            }
+        };
+        let hits = cache.get(&key, generation);
+        Some((key, generation, hits))
+    }
+
+    /// The `database_stats` tool: one card saying what the corpus and the graph hold.
+    async fn database_stats(&self) -> anyhow::Result<RetrievalResult> {
+        let r = &self.retriever;
+        let chunks = r.index.count().await?;
+        let entities = r.entities.count().await?;
+        let mut metadata = JsonMap::new();
+        metadata.insert("chunks".into(), chunks.into());
+        metadata.insert("entity_names_indexed".into(), entities.into());
+        let mut text = String::new();
+        match &r.graph {
+            Some(graph) => {
+                let stats = graph.stats().await?;
+                let documents = stats.entities_by_type.get("document").copied().unwrap_or(0);
+                let by_type: Vec<String> = stats
+                    .entities_by_type
+                    .iter()
+                    .filter(|(t, _)| *t != "document")
+                    .map(|(t, n)| format!("{n} {t}"))
+                    .collect();
+                let edges: u64 = stats.edges_by_relation.values().sum();
+                text.push_str(&format!("The corpus holds {documents} documents in {chunks} indexed chunks. "));
+                let total: u64 = stats.entities_by_type.iter().filter(|(t, _)| *t != "document").map(|(_, n)| n).sum();
+                text.push_str(&format!("The entity graph holds {total} entities ({}) and {edges} edges. ", by_type.join(", ")));
+                metadata.insert("documents".into(), documents.into());
+                metadata.insert("entities_by_type".into(), serde_json::to_value(&stats.entities_by_type)?);
+                metadata.insert("edges_by_relation".into(), serde_json::to_value(&stats.edges_by_relation)?);
+            }
+            None => text.push_str(&format!("The corpus holds {chunks} indexed chunks. ")),
+        }
+        text.push_str(&format!("The collections are documents ({chunks} chunks) and entities ({entities} names)."));
+        let hit = Hit {
+            id: DATABASE_STATS_ID.into(),
+            doc_id: DATABASE_STATS_ID.into(),
+            title: "Database statistics".into(),
+            text,
+            score: 1.0,
+            metadata,
+        };
+        Ok(result(vec![hit], false))
+    }
+}
+
+fn result(hits: Vec<Hit>, from_cache: bool) -> RetrievalResult {
+    RetrievalResult { summary: summarize(&hits), count: hits.len() as u32, raw_data: hits, from_cache }
 }
 
 fn summarize(hits: &[Hit]) -> String {

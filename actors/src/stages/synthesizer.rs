@@ -88,6 +88,11 @@ pub fn synthesize(state: &LoopState) -> AgentResponse {
         return response(answer, Vec::new(), evidence, 0.1, reason, vec!["NO_EVIDENCE".into()]);
     }
 
+    if a.meta_question
+        && let Some(card) = state.cards.iter().find(|c| c.hit.id == super::retrieve::DATABASE_STATS_ID)
+    {
+        return cited_response(state, &format!("{} [{}]", card.hit.text, card.n), &[card], evidence, reason);
+    }
     if let Some(found) = super::entity_answer::entity_answer(state) {
         return entity_response(state, found, evidence, reason);
     }

@@ -1,8 +1,15 @@
 //! Loop-state stores: [`StateStore`] keeps each request's [`LoopState`] with a revision for compare-and-swap.
-//! Two implementations: the JetStream KV bucket `sleuth_loops` and an in-memory map.
+//! Two implementations: the JetStream KV bucket `sleuth_loops` and an in-memory map. [`Conversations`] and
+//! [`IndexGeneration`] keep intake's conversation turns and the ingestion counter in [`Bucket`]s of their own.
 
+pub mod bucket;
+pub mod conversations;
+pub mod generation;
 pub mod memory;
 pub mod nats_kv;
+
+pub use conversations::Conversations;
+pub use generation::IndexGeneration;
 
 use async_trait::async_trait;
 use sleuth_messages::LoopState;

@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use async_nats::jetstream::{self, kv, stream};
+use async_nats::jetstream::{self, kv};
 use async_trait::async_trait;
 use bytes::Bytes;
 use sleuth_messages::{codec, Encoding, LoopState};
@@ -20,28 +20,9 @@ fn unavailable(e: impl std::fmt::Display) -> StoreError {
 }
 
 impl KvStore {
-    /// Opens the bucket, creating it if needed. The bucket's backing stream is created directly because
-    /// async-nats' `create_key_value` first reads account info in a shape nats-server 2.9 does not send.
+    /// Opens the bucket, creating it if needed.
     pub async fn open(js: &jetstream::Context, bucket: &str, ttl: Duration) -> Result<KvStore, StoreError> {
-        js.get_or_create_stream(stream::Config {
-            name: format!("KV_{bucket}"),
-            subjects: vec![format!("$KV.{bucket}.>")],
-            max_messages_per_subject: 1,
-            max_age: ttl,
-            allow_rollup: true,
-            deny_delete: true,
-            deny_purge: false,
-            allow_direct: true,
-            discard: stream::DiscardPolicy::New,
-            num_replicas: 1,
-            storage: stream::StorageType::File,
-            description: Some("sleuth loop state, one key per request".into()),
-            ..Default::default()
-        })
-        .await
-        .map_err(|e| unavailable(format!("cannot create kv bucket {bucket}: {e}")))?;
-        let kv = js.get_key_value(bucket).await.map_err(|e| unavailable(format!("cannot open kv bucket {bucket}: {e}")))?;
-        Ok(KvStore { kv })
+        Ok(KvStore { kv: super::bucket::open_kv(js, bucket, ttl, "sleuth loop state, one key per request").await? })
     }
 
     pub fn inner(&self) -> &kv::Store {

@@ -1,7 +1,9 @@
 //! Scripted OpenAI-compatible servers on loopback for the tests: [`serve_fn`] answers any JSON request with a
 //! handler, and [`serve`] answers `/chat/completions` from a script per response schema (`planner_state`,
-//! `next_step`, ...), recording every request body.
+//! `next_step`, ...), recording every request body. [`demo::node`] starts the embedded default on the demo data.
 #![allow(dead_code)]
+
+pub mod demo;
 
 use std::{
     collections::{HashMap, VecDeque},

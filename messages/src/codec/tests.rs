@@ -4,7 +4,8 @@ use uuid::Uuid;
 
 use super::*;
 use crate::{
-    analysis::{AskRequest, ComplexityScore, QueryAnalysis, QueryType, Route},
+    analysis::{AskRequest, ComplexityScore, QueryAnalysis, QueryType, RetrieverWeights, Route},
+    conversation::{valid_conversation_id, Conversation, ConversationTurn},
     envelope::{Envelope, Stage, WorkItem},
     intent::{EntityRef, EntityType, GraphIntent, GraphLimits, GraphQueryType, SearchIntent},
     loop_state::{ActionOutcome, ActionResult, Caps, Card, Counters, LoopState, Outcome, Phase, TurnRecord},
@@ -60,7 +61,7 @@ fn sample_state() -> LoopState {
         rationale: "two lookups".into(),
         actions: vec![Action::QdrantSearch { search_intent: search }, Action::PgGraph { graph_intent: graph }],
     };
-    let retrieval = RetrievalResult { summary: "1 hit".into(), raw_data: vec![hit("d1")], count: 1 };
+    let retrieval = RetrievalResult { summary: "1 hit".into(), raw_data: vec![hit("d1")], count: 1, from_cache: true };
     let graph_result = GraphResult {
         summary: "path".into(),
         paths: vec![GraphPath { nodes: vec![], rels: vec!["co_appears".into()] }],
@@ -90,8 +91,13 @@ fn sample_state() -> LoopState {
                 keyword_matches: 0.0,
                 low_confidence: 0.0,
                 reason: "relational".into(),
+                overrides: vec!["entity_graph".into()],
             },
             route: Route::Enhanced,
+            weights: RetrieverWeights { vector: 0.2, graph: 0.8 },
+            meta_question: false,
+            clarifying_questions: vec![],
+            resolved: vec!["he → Luffy".into()],
         },
         plan: None,
         reply: None,
@@ -133,6 +139,7 @@ fn sample_state() -> LoopState {
             warnings: vec![],
         })),
         finished_ms: None,
+        weights: Some(RetrieverWeights { vector: 0.5, graph: 0.5 }),
     }
 }
 
@@ -215,6 +222,66 @@ const GOLDEN_COUNTERS_WITH_FALLBACKS: &str = "85b17a65726f5f726573756c745f737465
 
 const GOLDEN_SEARCH_REQUEST: &str = "83a474657874a36c7566ab656e746974795f74797065a9636861726163746572a56c696d697405";
 const GOLDEN_HYDRATE_REQUEST: &str = "81a36964739182ab656e746974795f74797065a8646f63756d656e74a26964a26431";
+
+#[test]
+fn retrieval_result_golden_bytes_do_not_drift() {
+    // Not from the cache, a retrieval result encodes exactly as before `from_cache` existed.
+    let mut result = RetrievalResult { summary: "s".into(), raw_data: vec![], count: 0, from_cache: false };
+    let hex: String = encode(&result, Encoding::MsgPack).unwrap().iter().map(|b| format!("{b:02x}")).collect();
+    assert_eq!(hex, GOLDEN_RETRIEVAL_RESULT);
+    result.from_cache = true;
+    let hex: String = encode(&result, Encoding::MsgPack).unwrap().iter().map(|b| format!("{b:02x}")).collect();
+    assert_eq!(hex, GOLDEN_RETRIEVAL_RESULT_FROM_CACHE);
+    let (back, _): (RetrievalResult, _) = decode(&encode(&result, Encoding::MsgPack).unwrap()).unwrap();
+    assert_eq!(back, result);
+}
+
+// Both cross-checked with Python's msgpack: packb({"summary": "s", "raw_data": [], "count": 0[, "from_cache": True]}).
+const GOLDEN_RETRIEVAL_RESULT: &str = "83a773756d6d617279a173a87261775f6461746190a5636f756e7400";
+const GOLDEN_RETRIEVAL_RESULT_FROM_CACHE: &str = "84a773756d6d617279a173a87261775f6461746190a5636f756e7400aa66726f6d5f6361636865c3";
+
+#[test]
+fn conversation_golden_bytes_do_not_drift() {
+    let conversation = Conversation {
+        turns: vec![ConversationTurn {
+            request_id: Uuid::nil(),
+            query: "q".into(),
+            rewritten: "r".into(),
+            entities: vec!["E".into()],
+            clarifying_questions: vec![],
+            at_ms: 1,
+        }],
+    };
+    let bytes = encode(&conversation, Encoding::MsgPack).unwrap();
+    let hex: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
+    assert_eq!(hex, GOLDEN_CONVERSATION);
+    let (back, _): (Conversation, _) = decode(&bytes).unwrap();
+    assert_eq!(back, conversation);
+}
+
+// Cross-checked with Python's msgpack: packb({"turns": [{"request_id": bytes(16), "query": "q", "rewritten": "r",
+// "entities": ["E"], "at_ms": 1}]}, use_bin_type=True); a UUID is 16 raw bytes in MessagePack.
+const GOLDEN_CONVERSATION: &str = "81a57475726e739185aa726571756573745f6964c41000000000000000000000000000000000a57175657279a171a972657772697474656ea172a8656e74697469657391a145a561745f6d7301";
+
+#[test]
+fn conversation_ids_are_kv_keys() {
+    for ok in ["c1", "user-42.session_7", "a=b"] {
+        assert!(valid_conversation_id(ok), "{ok}");
+    }
+    for bad in ["", "a b", "a*", "a>", ".a", "a.", "é", &"x".repeat(129)] {
+        assert!(!valid_conversation_id(bad), "{bad:?}");
+    }
+}
+
+#[test]
+fn database_stats_action_uses_the_seed_tag_and_single_pass_is_not_a_cap() {
+    let json = serde_json::to_string(&Action::DatabaseStats {}).unwrap();
+    assert_eq!(json, r#"{"action":"database_stats"}"#);
+    let (back, _): (Action, _) = decode(json.as_bytes()).unwrap();
+    assert_eq!(back, Action::DatabaseStats {});
+    assert_eq!(serde_json::to_string(&TerminationReason::SinglePass).unwrap(), r#""single_pass""#);
+    assert!(!TerminationReason::SinglePass.is_cap());
+}
 
 #[test]
 fn json_ask_from_the_nats_cli_decodes() {
