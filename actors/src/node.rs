@@ -107,8 +107,8 @@ impl Node {
         };
         let bus: Arc<dyn Bus> = MemoryBus::new(config.nats.max_deliver.max(1) as u32);
         let store: Arc<dyn StateStore> = Arc::new(MemoryStore::default());
-        let ctx = Arc::new(NodeContext::in_memory(config, bus, store));
-        let llm = llm_agent(&ctx.config)?;
+        let llm = llm_agent(&config)?;
+        let ctx = Arc::new(NodeContext { rewriter: llm.clone(), ..NodeContext::in_memory(config, bus, store) });
         let cache = RetrievalCache::from_config(&ctx.config.intake);
         Node::start(ctx, &ALL_STAGES, Backends { retriever: Some(retriever), graph: Some(graph), llm, cache }, Vec::new()).await
     }
@@ -132,9 +132,12 @@ impl Node {
         let ttl = Duration::from_secs(config.intake.conversation_ttl_s);
         let conversations = KvBucket::open(js, &subjects.conversations_bucket(), ttl, "sleuth conversations, one key per conversation_id").await?;
         let meta = KvBucket::open(js, &subjects.meta_bucket(), Duration::ZERO, "sleuth deployment counters").await?;
+        let agents = stages.iter().any(|s| matches!(s, Stage::Intake | Stage::Planner | Stage::Grader | Stage::Synthesizer));
+        let llm = if agents { llm_agent(&config)? } else { None };
         let ctx = Arc::new(NodeContext {
             conversations: Arc::new(Conversations::new(Arc::new(conversations), config.intake.conversation_turns)),
             generation: Arc::new(IndexGeneration::new(Arc::new(meta))),
+            rewriter: if stages.contains(&Stage::Intake) { llm.clone() } else { None },
             config,
             bus,
             store: Arc::new(store),
@@ -156,8 +159,6 @@ impl Node {
             }
             services.push(service);
         }
-        let agents = stages.iter().any(|s| matches!(s, Stage::Planner | Stage::Grader | Stage::Synthesizer));
-        let llm = if agents { llm_agent(&ctx.config)? } else { None };
         let mut node = Node::start(ctx.clone(), stages, Backends { retriever, graph: graph.clone(), llm, cache }, services).await?;
         if let Some(ask) = ask {
             node.tasks.push(tokio::spawn(endpoint::serve_ask(ctx, ask)));

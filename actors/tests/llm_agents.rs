@@ -174,3 +174,43 @@ async fn an_llm_that_is_down_degrades_to_the_deterministic_agents() {
     // Three failed calls open the circuit: later agents do not wait on the dead server.
     assert!(script.requests().len() <= 3 * 2, "{} requests", script.requests().len());
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_follow_up_is_rewritten_by_the_llm_and_by_the_deterministic_rewriter_when_the_llm_fails() {
+    let rewrite = r#"{"rewritten": "Which crew is Monkey D. Luffy the captain of?", "subquestions": []}"#;
+    let script = Script::routed(&[
+        ("query_rewrite", &[content("not json at all"), content(rewrite), content("still not json")]),
+        ("draft_answer", &[content(r#"{"answer": "See [1].", "confidence": 0.8}"#)]),
+    ]);
+    let url = serve(script.clone()).await;
+    let dir = tempfile::tempdir().unwrap();
+    let mut config = config(dir.path(), &url);
+    config.intake.force_route = None;
+    config.llm.max_repairs = 1;
+    let node = Node::embedded(config).await.expect("embedded node");
+    let ask = |question: &'static str| {
+        let node = &node;
+        async move {
+            let request = AskRequest { conversation_id: Some("chat".into()), ..AskRequest::new(question) };
+            let reply = node.ask(request, None).await.expect("a reply");
+            node.ctx.store.load(reply.request_id.unwrap()).await.unwrap().unwrap().0
+        }
+    };
+    // The first question has no earlier turn: nothing to rewrite, no rewriter call.
+    ask("Who is Luffy?").await;
+    assert!(script.requests_for("query_rewrite").is_empty());
+    // The follow-up: a malformed reply, repaired once, then the model's rewrite is what is searched.
+    let state = ask("and his crew?").await;
+    assert_eq!(state.analysis.rewritten, "Which crew is Monkey D. Luffy the captain of");
+    assert_eq!(state.analysis.resolved, vec!["llm → Which crew is Monkey D. Luffy the captain of?".to_string()]);
+    assert_eq!(state.counters.tokens_used % 120, 0, "the rewriter's tokens are charged: {:?}", state.counters);
+    assert!(state.counters.tokens_used >= 240, "{:?}", state.counters);
+    let sent = script.requests_for("query_rewrite");
+    assert_eq!(sent.len(), 2);
+    assert!(sent[0].to_string().contains("and his crew?") && sent[0].to_string().contains("Who is Luffy?"));
+    // Out of schema twice: the deterministic rewriter resolves "his" against the previous turn instead.
+    let state = ask("and his ship?").await;
+    assert_eq!(state.analysis.rewritten, "Which crew is Monkey D. Luffy's ship the captain of", "{:?}", state.analysis.resolved);
+    assert_eq!(state.counters.llm_fallbacks, 1);
+    node.shutdown().await;
+}

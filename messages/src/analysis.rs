@@ -1,5 +1,6 @@
 //! The question as it enters ([`AskRequest`]) and as intake understood it ([`QueryAnalysis`]; seed 001 §1, seed 003 §3).
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::step::ClarifyingQuestion;
@@ -140,4 +141,13 @@ pub struct QueryAnalysis {
     /// How the conversation's earlier turns changed the question, e.g. `his → Lothair II's`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub resolved: Vec<String>,
+}
+
+/// What an LLM rewriter returns for a conversation's follow-up: the question on its own, and its parts when it
+/// asks several things.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct QueryRewrite {
+    pub rewritten: String,
+    #[serde(default)]
+    pub subquestions: Vec<String>,
 }

@@ -21,7 +21,7 @@ pub mod result;
 pub mod step;
 pub mod subjects;
 
-pub use analysis::{AskRequest, ComplexityScore, QueryAnalysis, QueryType, RetrieverWeights, Route};
+pub use analysis::{AskRequest, ComplexityScore, QueryAnalysis, QueryRewrite, QueryType, RetrieverWeights, Route};
 pub use conversation::{Conversation, ConversationTurn};
 pub use codec::{CodecError, Encoding, MAX_PAYLOAD_BYTES};
 pub use envelope::{Envelope, Stage, WorkItem, SCHEMA_VERSION};

@@ -5,7 +5,7 @@
 use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
-use sleuth_messages::{NextStep, PlannerState, SufficiencyReport};
+use sleuth_messages::{NextStep, PlannerState, QueryRewrite, SufficiencyReport};
 
 use super::{client::SchemaSpec, Agent, ChatMessage, LlmClient, LlmError, Usage};
 
@@ -46,6 +46,23 @@ impl StructuredSpec for PlannerState {
         }
         if self.retrieval_rounds.len() > 3 {
             return Err(format!("{} retrieval rounds planned, at most 3 are allowed", self.retrieval_rounds.len()));
+        }
+        Ok(())
+    }
+}
+
+impl StructuredSpec for QueryRewrite {
+    const NAME: &'static str = "query_rewrite";
+
+    fn check(&self) -> Result<(), String> {
+        if self.rewritten.trim().is_empty() {
+            return Err("rewritten must not be empty".into());
+        }
+        if self.subquestions.len() > 4 {
+            return Err(format!("{} sub-questions, at most 4 are allowed", self.subquestions.len()));
+        }
+        if self.subquestions.iter().any(|q| q.trim().is_empty()) {
+            return Err("sub-questions must not be empty".into());
         }
         Ok(())
     }

@@ -18,6 +18,7 @@ use sleuth_messages::{LoopState, Stage};
 use crate::{
     bus::{Bus, BusError},
     config::Config,
+    llm::LlmAgent,
     machine::{self, Outbound},
     store::{bucket::MemoryBucket, Conversations, IndexGeneration, StateStore},
 };
@@ -32,6 +33,8 @@ pub struct NodeContext {
     pub conversations: Arc<Conversations>,
     /// Moved by ingestion; the retrieval caches drop what an older generation computed.
     pub generation: Arc<IndexGeneration>,
+    /// The LLM that rewrites a conversation's follow-ups at intake, when one is configured.
+    pub rewriter: Option<LlmAgent>,
 }
 
 impl NodeContext {
@@ -45,6 +48,7 @@ impl NodeContext {
             stats: Arc::new(Stats::default()),
             conversations: Arc::new(conversations),
             generation: Arc::new(IndexGeneration::new(Arc::new(MemoryBucket::new(None)))),
+            rewriter: None,
             config,
         }
     }

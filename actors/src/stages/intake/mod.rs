@@ -6,6 +6,7 @@
 mod classify;
 mod complexity;
 mod literals;
+mod llm_rewrite;
 mod rewrite;
 
 use sleuth_messages::{
@@ -82,6 +83,19 @@ pub fn analyze(normalized: &str) -> QueryAnalysis {
 pub fn analyze_in(normalized: &str, previous: Option<&ConversationTurn>) -> QueryAnalysis {
     let (question, resolved) = rewrite::resolve(normalized, previous);
     let answers_clarification = previous.is_some_and(|p| !p.clarifying_questions.is_empty());
+    understand(normalized, &question, resolved, answers_clarification, None)
+}
+
+/// Analyses `question`, the user's `normalized` message once resolved against the conversation. `subquestions`
+/// are an LLM rewriter's decomposition, used instead of the deterministic one.
+fn understand(
+    normalized: &str,
+    question: &str,
+    resolved: Vec<String>,
+    answers_clarification: bool,
+    subquestions: Option<Vec<String>>,
+) -> QueryAnalysis {
+    let question = question.to_string();
     let literal_terms = literals::literal_terms(&question);
     let mut entities = text::name_spans(&question);
     for literal in &literal_terms {
@@ -90,7 +104,7 @@ pub fn analyze_in(normalized: &str, previous: Option<&ConversationTurn>) -> Quer
     let keywords = text::content_words(&question);
     let asks_type_of_named = !entities.is_empty() && keywords.iter().any(|k| super::resolve::type_word(k).is_some());
     let (query_type, confidence) = classify::classify(&question, entities.len(), asks_type_of_named);
-    let subquestions = rewrite::decompose(&question, query_type, &entities);
+    let subquestions = subquestions.unwrap_or_else(|| rewrite::decompose(&question, query_type, &entities));
     let keyword_hits = complexity::keyword_matches(&question);
     let mut score = complexity::score(complexity::Factors {
         query_type,
@@ -180,7 +194,24 @@ pub async fn submit(
         }),
         None => None,
     };
-    let mut analysis = analyze_in(&normalized, previous.as_ref());
+    let (mut analysis, usage, rewriter_failed) = match (&previous, &ctx.rewriter) {
+        // With an LLM, a follow-up is rewritten by the model; the deterministic rewriter is its fallback.
+        (Some(prev), Some(llm)) => {
+            let timeout = std::time::Duration::from_millis(ctx.config.llm.timeout_ms);
+            let max_bytes = ctx.config.loop_.max_query_bytes;
+            match llm_rewrite::rewrite(llm, &normalized, prev, max_bytes, timeout).await {
+                (Some(r), usage) => {
+                    let question = normalize(&r.rewritten);
+                    let resolved = vec![format!("llm → {question}")];
+                    let answers = !prev.clarifying_questions.is_empty();
+                    let parts = (!r.subquestions.is_empty()).then_some(r.subquestions);
+                    (understand(&normalized, &question, resolved, answers, parts), usage, false)
+                }
+                (None, usage) => (analyze_in(&normalized, Some(prev)), usage, true),
+            }
+        }
+        _ => (analyze_in(&normalized, previous.as_ref()), Default::default(), false),
+    };
     if let Some(route) = ctx.config.intake.force_route
         && !matches!(analysis.route, Route::Clarify)
         && !analysis.meta_question
@@ -192,7 +223,7 @@ pub async fn submit(
     let now_ms = telemetry::now_ms();
     let timeout = request.timeout_ms.unwrap_or(ctx.config.loop_.timeout_ms).clamp(1, ctx.config.loop_.max_timeout_ms);
     let caps = machine::caps_for(&ctx.config.loop_, analysis.route, request.max_turns);
-    let state = machine::new_state(NewRequest {
+    let mut state = machine::new_state(NewRequest {
         request_id,
         request,
         analysis,
@@ -202,6 +233,9 @@ pub async fn submit(
         reply,
         traceparent: Some(traceparent.unwrap_or_else(telemetry::new_traceparent)),
     });
+    // What the rewriter cost counts against the request's budget like any agent's call.
+    state.counters.tokens_used = usage.total();
+    state.counters.llm_fallbacks = u32::from(rewriter_failed);
     match ctx.store.create(&state).await {
         Ok(_) => {}
         Err(StoreError::AlreadyExists) => {

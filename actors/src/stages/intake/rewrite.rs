@@ -28,7 +28,11 @@ pub fn resolve(question: &str, previous: Option<&ConversationTurn>) -> (String, 
     if !previous.clarifying_questions.is_empty() {
         return clarified(question, previous);
     }
-    let Some(referent) = previous.entities.first() else { return (question.to_string(), Vec::new()) };
+    let Some(entity) = previous.entities.first() else { return (question.to_string(), Vec::new()) };
+    let frame = previous.rewritten.trim_end_matches(['?', '.', '!']);
+    // The entity as the previous question wrote it ("Monkey D. Luffy" for the span "Monkey D Luffy").
+    let span = find_name(frame, entity);
+    let referent = span.map_or(entity.as_str(), |(start, end)| &frame[start..end]);
     // A question that names its own entities keeps its pronouns: they refer to those.
     let (substituted, mut notes) =
         if text::name_spans(question).is_empty() { substitute(question, referent) } else { (question.to_string(), Vec::new()) };
@@ -36,13 +40,23 @@ pub fn resolve(question: &str, previous: Option<&ConversationTurn>) -> (String, 
     let Some(body) = body.filter(|b| !starts_with_question_word(b)) else { return (substituted, notes) };
     // An elliptical follow-up borrows the previous question's frame: its entity is replaced by the fragment.
     let fragment = body.trim_end_matches(['?', '.', '!', ' ']).trim();
-    let frame = previous.rewritten.trim_end_matches(['?', '.', '!']);
-    let rewritten = match frame.find(referent.as_str()) {
-        Some(at) => format!("{}{}{}?", &frame[..at], fragment, &frame[at + referent.len()..]),
+    let rewritten = match span {
+        Some((start, end)) => format!("{}{}{}?", &frame[..start], fragment, &frame[end..]),
         None => format!("{frame} {fragment}?"),
     };
     notes.push(format!("follow-up → {rewritten}"));
     (rewritten, notes)
+}
+
+/// Where `name` occurs in `text`, whole words, each word optionally followed by a period ("Monkey D Luffy" finds
+/// "Monkey D. Luffy").
+fn find_name(text: &str, name: &str) -> Option<(usize, usize)> {
+    let words: Vec<String> = name.split_whitespace().map(|w| regex::escape(w.trim_end_matches('.'))).collect();
+    if words.is_empty() {
+        return None;
+    }
+    let re = regex::Regex::new(&format!(r"\b{}\b", words.join(r"\.?\s+"))).ok()?;
+    re.find(text).map(|m| (m.start(), m.end()))
 }
 
 /// The user answered a clarifying question: the answer fills the pronouns of the question it clarifies, or is
@@ -163,6 +177,7 @@ mod tests {
             ("And Nami?", "Which anime is Luffy in?", &["Luffy"], "Which anime is Nami in?"),
             ("When did he die?", "Who was Lothair II?", &["Lothair II"], "When did Lothair II die?"),
             ("Where was his mother born?", "Who is Luffy?", &["Luffy"], "Where was Luffy's mother born?"),
+            ("and his crew?", "Who is Monkey D. Luffy?", &["Monkey D Luffy"], "Who is Monkey D. Luffy's crew?"),
             ("what about her brother?", "Where was Nami born?", &["Nami"], "Where was Nami's brother born?"),
             ("Who is Zoro?", "Who is Luffy?", &["Luffy"], "Who is Zoro?"),
             ("and his mother?", "Tell me a joke", &[], "and his mother?"),
