@@ -26,9 +26,20 @@ async fn every_stage_in_its_own_process_answers_like_embedded() {
     let _processes = start_all_separately(&deployment);
     let config = deployment.config();
 
-    let remote = client::ask_remote(&nats.url, &config.subjects(), AskRequest::new(QUESTION), Duration::from_secs(30), None)
+    let first = AskRequest { conversation_id: Some("e2e-chat".into()), ..AskRequest::new(QUESTION) };
+    let remote = client::ask_remote(&nats.url, &config.subjects(), first, Duration::from_secs(30), None)
         .await
         .expect("answer over nats");
+
+    // The follow-up is resolved by the intake process from the conversation in the sleuth_conversations bucket.
+    let follow_up = AskRequest { conversation_id: Some("e2e-chat".into()), ..AskRequest::new("And Ichigo?") };
+    let second = client::ask_remote(&nats.url, &config.subjects(), follow_up, Duration::from_secs(30), None)
+        .await
+        .expect("follow-up over nats");
+    let (text, _) = answer(&second);
+    assert!(text.contains("Bleach") && !text.contains("One Piece"), "{text}");
+    let resolved = stored_state(&config, second.request_id.expect("request id")).await.expect("state in kv");
+    assert_eq!(resolved.analysis.rewritten, "Which anime is Ichigo in");
 
     let mut embedded_config = sleuth_actors::config::Config::default();
     embedded_config.data_dir = Some(dir.path().join("embedded"));
