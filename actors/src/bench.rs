@@ -4,7 +4,7 @@
 use std::{sync::Arc, time::{Duration, Instant}};
 
 use futures::StreamExt;
-use sleuth_messages::{AskRequest, Outcome};
+use sleuth_messages::{AskRequest, CacheStats, Outcome};
 
 use crate::{client, config::Config, node::Node};
 
@@ -18,6 +18,8 @@ pub struct BenchReport {
     pub wall: Duration,
     /// Client-observed latency of each successful request, sorted.
     pub latencies: Vec<Duration>,
+    /// The retrieval cache's counters after the run (embedded only: a cluster's are in `nats micro stats`).
+    pub cache: Option<CacheStats>,
 }
 
 impl BenchReport {
@@ -45,7 +47,11 @@ impl std::fmt::Display for BenchReport {
             ms(self.percentile(0.99)),
             ms(self.latencies.last().copied().unwrap_or_default()),
             self.requests as f64 / self.wall.as_secs_f64().max(1e-9),
-        )
+        )?;
+        if let Some(c) = &self.cache {
+            write!(f, " · retrieval cache {} hits, {} misses ({:.0}% hit rate)", c.hits, c.misses, 100.0 * c.hit_rate())?;
+        }
+        Ok(())
     }
 }
 
@@ -56,6 +62,7 @@ pub async fn run(config: Config, questions: Vec<String>, requests: usize, concur
     let timeout = Duration::from_millis(config.loop_.timeout_ms + 5_000);
     let mode = if config.nats.url.is_some() { "nats" } else { "embedded" };
     let started = Instant::now();
+    let mut cache = None;
     let results: Vec<Option<Duration>> = match config.nats.url.clone() {
         Some(url) => {
             let client = crate::bus::nats::connect(&url, "sleuth bench").await?;
@@ -87,6 +94,7 @@ pub async fn run(config: Config, questions: Vec<String>, requests: usize, concur
                 .buffer_unordered(concurrency)
                 .collect()
                 .await;
+            cache = node.cache.as_ref().map(|c| c.stats());
             if let Ok(node) = Arc::try_unwrap(node) {
                 node.shutdown().await;
             }
@@ -103,5 +111,6 @@ pub async fn run(config: Config, questions: Vec<String>, requests: usize, concur
         errors: results.iter().filter(|r| r.is_none()).count(),
         wall,
         latencies,
+        cache,
     })
 }

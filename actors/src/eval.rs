@@ -151,6 +151,10 @@ pub async fn run(mut config: Config, questions: Vec<Question>, corpus: Option<&P
         };
         scored.push(Scored { question, ranked, latency: started.elapsed(), route });
     }
+    let mode = match node.cache.as_ref().map(|c| c.stats()) {
+        Some(c) => format!("{mode}; retrieval cache {} hits, {} misses", c.hits, c.misses),
+        None => mode,
+    };
     node.shutdown().await;
     Ok((scored, mode))
 }

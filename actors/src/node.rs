@@ -36,6 +36,8 @@ pub struct Node {
     pub ctx: Arc<NodeContext>,
     pub retriever: Option<Arc<Retriever>>,
     pub graph: Option<Arc<dyn GraphStore>>,
+    /// The retrieve stage's cache in this process, for its stats.
+    pub cache: Option<Arc<RetrievalCache>>,
     supervisor: ActorRef<()>,
     supervisor_handle: JoinHandle<()>,
     tasks: Vec<JoinHandle<()>>,
@@ -194,7 +196,16 @@ impl Node {
                 tracing::error!(error = format!("{e:#}"), "dead-letter watcher stopped");
             }
         });
-        Ok(Node { ctx, retriever: backends.retriever, graph: backends.graph, supervisor, supervisor_handle, tasks: vec![watcher], _services: services })
+        Ok(Node {
+            ctx,
+            retriever: backends.retriever,
+            graph: backends.graph,
+            cache: backends.cache,
+            supervisor,
+            supervisor_handle,
+            tasks: vec![watcher],
+            _services: services,
+        })
     }
 
     /// Submits a question and waits for its final answer, through the events stream. `on_event` sees every
