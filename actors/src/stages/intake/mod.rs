@@ -160,6 +160,13 @@ fn understand(
     }
 }
 
+/// Publishes what a request's state calls for; for an existing request the bus de-duplicates what was already sent.
+async fn publish_state(ctx: &NodeContext, state: &sleuth_messages::LoopState) -> Result<(), ErrorResponse> {
+    publish_all(ctx, state).await.map_err(|e| {
+        ErrorResponse::new(ErrorKind::Unavailable, format!("cannot publish work: {e}")).for_request(state.request_id)
+    })
+}
+
 /// The questions to ask back about an ambiguous question: one or two, each with its reason.
 fn clarify(question: &str, why: &str) -> Vec<ClarifyingQuestion> {
     let ask = |q: &str, blocking: bool| ClarifyingQuestion { question: q.to_string(), reason: why.to_string(), blocking };
@@ -185,6 +192,13 @@ pub async fn submit(
 ) -> Result<Uuid, ErrorResponse> {
     let normalized = validate(&request, ctx.config.loop_.max_query_bytes)?;
     let request_id = request.request_id.unwrap_or_else(Uuid::now_v7);
+    if request.request_id.is_some()
+        && let Ok(Some((existing, _))) = ctx.store.load(request_id).await
+    {
+        // A re-sent request: it is under way (or done) already. Publishing again is idempotent; analysing it
+        // again would resolve a follow-up against itself and spend the rewriter's tokens twice.
+        return publish_state(ctx, &existing).await.map(|_| request_id);
+    }
     let conversation = request.conversation_id.clone();
     let previous = match &conversation {
         Some(id) => ctx.conversations.last_turn(id).await.unwrap_or_else(|e| {
@@ -240,11 +254,8 @@ pub async fn submit(
         Ok(_) => {}
         Err(StoreError::AlreadyExists) => {
             // A client re-sent the same request id: the request is already under way, publish what it needs.
-            let existing = ctx.store.load(request_id).await.ok().flatten();
-            if let Some((existing, _)) = existing {
-                publish_all(ctx, &existing).await.map_err(|e| {
-                    ErrorResponse::new(ErrorKind::Unavailable, format!("cannot publish work: {e}")).for_request(request_id)
-                })?;
+            if let Some((existing, _)) = ctx.store.load(request_id).await.ok().flatten() {
+                publish_state(ctx, &existing).await?;
             }
             return Ok(request_id);
         }
@@ -273,9 +284,7 @@ pub async fn submit(
             tracing::warn!(conversation_id = %id, error = %e, "cannot record the conversation turn");
         }
     }
-    publish_all(ctx, &state).await.map_err(|e| {
-        ErrorResponse::new(ErrorKind::Unavailable, format!("cannot publish work: {e}")).for_request(request_id)
-    })?;
+    publish_state(ctx, &state).await?;
     Ok(request_id)
 }
 
