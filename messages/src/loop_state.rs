@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
 use crate::{
-    analysis::{AskRequest, ComplexityScore, QueryAnalysis, RetrieverWeights, Route},
+    analysis::{AskRequest, ComplexityScore, QueryAnalysis, Route},
     codec::Encoding,
     error::ErrorResponse,
     plan::PlannerState,
@@ -160,17 +160,6 @@ pub struct LoopState {
     pub outcome: Option<Outcome>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub finished_ms: Option<u64>,
-    /// The retriever weights after the shifts of low-confidence results; `None` until the first shift, when
-    /// the analysis' weights hold.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub weights: Option<RetrieverWeights>,
-}
-
-impl LoopState {
-    /// The retriever weights in force.
-    pub fn weights(&self) -> RetrieverWeights {
-        self.weights.unwrap_or(self.analysis.weights)
-    }
 }
 
 /// One turn, summarised for clients: what was done and what the grader said.

@@ -63,7 +63,6 @@ pub fn new_state(new: NewRequest) -> LoopState {
         counters: Default::default(),
         outcome: None,
         finished_ms: None,
-        weights: None,
     }
 }
 
@@ -166,10 +165,6 @@ pub fn apply_outcome(
             outcome.new_cards += 1;
         }
     }
-    let weights = shift_weights(state.weights(), &turn.step.actions, &turn.outcomes);
-    if weights != state.weights() {
-        next.weights = Some(weights);
-    }
     // The fast route is one pass then the answer: no grading, no second turn (seed 001's simple path).
     if state.analysis.route == Route::Fast {
         enter_synthesis(&mut next, TerminationReason::SinglePass);
@@ -177,6 +172,12 @@ pub fn apply_outcome(
         next.phase = Phase::Grading;
     }
     Ok(next)
+}
+
+/// The retriever weights in force: intake's, after seed 001's post-hoc adjustment for every result recorded so
+/// far. Derived from the turns, so the state stores nothing more.
+pub fn weights(state: &LoopState) -> RetrieverWeights {
+    state.turns.iter().fold(state.analysis.weights, |w, turn| shift_weights(w, &turn.step.actions, &turn.outcomes))
 }
 
 /// Seed 001's post-hoc adjustment: a retriever whose results came back with low confidence (nothing, or a

@@ -175,3 +175,13 @@ fn a_failure_ends_the_request_once() {
     let finals = next_messages(&done).into_iter().filter(|o| matches!(o, Outbound::Event(e) if e.kind == EventKind::Final)).count();
     assert_eq!(finals, 1);
 }
+
+#[test]
+fn an_empty_document_search_shifts_0_3_of_the_weight_to_the_graph() {
+    let start = state();
+    let before = weights(&start);
+    let s = turn(&start, &["luffy"], vec![hits(&["a"])], false, 2_000);
+    assert_eq!(weights(&s), before, "results with hits shift nothing");
+    let s = turn(&s, &["nothing"], vec![hits(&[])], false, 3_000);
+    assert_eq!(weights(&s), before.shifted_to_graph());
+}

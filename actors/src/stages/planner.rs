@@ -49,7 +49,7 @@ impl Planner {
         if let Some(step) = intake_step(state) {
             return step;
         }
-        let graph_lane = self.resolve_entities && state.weights().runs_graph();
+        let graph_lane = self.resolve_entities && machine::weights(state).runs_graph();
         graph_lane
             .then(|| resolve::entity_step(state))
             .flatten()

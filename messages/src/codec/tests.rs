@@ -139,7 +139,6 @@ fn sample_state() -> LoopState {
             warnings: vec![],
         })),
         finished_ms: None,
-        weights: Some(RetrieverWeights { vector: 0.5, graph: 0.5 }),
     }
 }
 
