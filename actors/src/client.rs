@@ -11,7 +11,7 @@ use sleuth_messages::{
 
 use crate::{
     config::Config,
-    store::{bucket::KvBucket, nats_kv::KvStore, IndexGeneration, StateStore},
+    store::{nats_kv::KvStore, IndexGeneration, StateStore},
 };
 
 /// A request's stored loop state on a cluster: its plan, every step and report. `None` once it has expired.
@@ -29,8 +29,7 @@ pub async fn announce_ingestion(config: &Config) -> anyhow::Result<Option<u64>> 
     let Some(url) = &config.nats.url else { return Ok(None) };
     let client = crate::bus::nats::connect(url, "sleuth ingest").await?;
     let js = async_nats::jetstream::new(client);
-    let bucket = KvBucket::open(&js, &config.subjects().meta_bucket(), Duration::ZERO, "sleuth deployment counters").await?;
-    Ok(Some(IndexGeneration::new(std::sync::Arc::new(bucket)).bump().await?))
+    Ok(Some(IndexGeneration::on_nats(&js, &config.subjects()).await?.bump().await?))
 }
 
 /// The plan in a line: strategy, rounds, acceptance criteria and who wrote it.

@@ -133,12 +133,11 @@ impl Node {
         let js = bus.jetstream();
         let ttl = Duration::from_secs(config.intake.conversation_ttl_s);
         let conversations = KvBucket::open(js, &subjects.conversations_bucket(), ttl, "sleuth conversations, one key per conversation_id").await?;
-        let meta = KvBucket::open(js, &subjects.meta_bucket(), Duration::ZERO, "sleuth deployment counters").await?;
         let agents = stages.iter().any(|s| matches!(s, Stage::Intake | Stage::Planner | Stage::Grader | Stage::Synthesizer));
         let llm = if agents { llm_agent(&config)? } else { None };
         let ctx = Arc::new(NodeContext {
             conversations: Arc::new(Conversations::new(Arc::new(conversations), config.intake.conversation_turns)),
-            generation: Arc::new(IndexGeneration::new(Arc::new(meta))),
+            generation: Arc::new(IndexGeneration::on_nats(js, &subjects).await?),
             rewriter: if stages.contains(&Stage::Intake) { llm.clone() } else { None },
             config,
             bus,

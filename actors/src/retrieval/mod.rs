@@ -135,15 +135,22 @@ impl Retriever {
         if !sparse.is_empty() {
             lanes.push(Lane::Sparse(sparse));
         }
-        Ok(SearchPlan {
+        Ok(self.plan_of(lanes, filter, limit))
+    }
+
+    /// A plan over `lanes` with the configured fusion settings; hits carry their dense vectors when a dense
+    /// lane is searched (the reranker uses them).
+    fn plan_of(&self, lanes: Vec<Lane>, filter: &PayloadFilter, limit: usize) -> SearchPlan {
+        let with_dense = lanes.iter().any(|l| matches!(l, Lane::Dense(_)));
+        SearchPlan {
             lanes,
             filter: filter.clone(),
             prefetch_limit: self.settings.prefetch_limit,
             rrf_k: self.settings.rrf_k,
             limit,
             dense_threshold: self.settings.dense_threshold,
-            with_dense: self.embedder.is_some(),
-        })
+            with_dense,
+        }
     }
 
     /// The best `limit` chunks for `query`: fused hybrid candidates, reranked.
@@ -171,15 +178,7 @@ impl Retriever {
         if sparse.is_empty() {
             return Ok(Vec::new());
         }
-        let plan = SearchPlan {
-            lanes: vec![Lane::Sparse(sparse)],
-            filter: filter.clone(),
-            prefetch_limit: self.settings.prefetch_limit,
-            rrf_k: self.settings.rrf_k,
-            limit: self.settings.prefetch_limit.max(limit),
-            dense_threshold: None,
-            with_dense: false,
-        };
+        let plan = self.plan_of(vec![Lane::Sparse(sparse)], filter, self.settings.prefetch_limit.max(limit));
         let mut hits: Vec<Hit> = self.index.search(&plan).await?.into_iter().map(|c| c.hit).collect();
         let exact = |h: &Hit| literals.iter().all(|l| h.text.contains(l.as_str()) || h.title.contains(l.as_str()));
         // Stable: BM25 order within each group.

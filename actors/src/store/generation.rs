@@ -5,9 +5,12 @@
 use std::sync::Arc;
 
 use bytes::Bytes;
-use sleuth_messages::{codec, Encoding};
+use sleuth_messages::{codec, subjects::Subjects, Encoding};
 
-use super::{bucket::Bucket, StoreError};
+use super::{
+    bucket::{Bucket, KvBucket},
+    StoreError,
+};
 
 const KEY: &str = "index_generation";
 const CAS_ATTEMPTS: usize = 10;
@@ -19,6 +22,12 @@ pub struct IndexGeneration {
 impl IndexGeneration {
     pub fn new(bucket: Arc<dyn Bucket>) -> IndexGeneration {
         IndexGeneration { bucket }
+    }
+
+    /// The deployment's counter, in the `sleuth_meta` KV bucket (created if needed, entries kept for ever).
+    pub async fn on_nats(js: &async_nats::jetstream::Context, subjects: &Subjects) -> Result<IndexGeneration, StoreError> {
+        let bucket = KvBucket::open(js, &subjects.meta_bucket(), std::time::Duration::ZERO, "sleuth deployment counters").await?;
+        Ok(IndexGeneration::new(Arc::new(bucket)))
     }
 
     async fn load(&self) -> Result<(u64, Option<u64>), StoreError> {
