@@ -1,7 +1,10 @@
 //! `sleuth bench`: sends questions through the pipeline (embedded, or the cluster when a NATS URL is set) with
 //! bounded concurrency and reports latency percentiles. It measures; it never fails on timing.
 
-use std::{sync::Arc, time::{Duration, Instant}};
+use std::{
+    sync::Arc,
+    time::{Duration, Instant},
+};
 
 use futures::StreamExt;
 use sleuth_messages::{AskRequest, CacheStats, Outcome};
@@ -49,14 +52,25 @@ impl std::fmt::Display for BenchReport {
             self.requests as f64 / self.wall.as_secs_f64().max(1e-9),
         )?;
         if let Some(c) = &self.cache {
-            write!(f, " · retrieval cache {} hits, {} misses ({:.0}% hit rate)", c.hits, c.misses, 100.0 * c.hit_rate())?;
+            write!(
+                f,
+                " · retrieval cache {} hits, {} misses ({:.0}% hit rate)",
+                c.hits,
+                c.misses,
+                100.0 * c.hit_rate()
+            )?;
         }
         Ok(())
     }
 }
 
 /// Asks `questions` round-robin, `requests` times in all, `concurrency` at a time.
-pub async fn run(config: Config, questions: Vec<String>, requests: usize, concurrency: usize) -> anyhow::Result<BenchReport> {
+pub async fn run(
+    config: Config,
+    questions: Vec<String>,
+    requests: usize,
+    concurrency: usize,
+) -> anyhow::Result<BenchReport> {
     anyhow::ensure!(!questions.is_empty(), "bench needs at least one question");
     let concurrency = concurrency.max(1);
     let timeout = Duration::from_millis(config.loop_.timeout_ms + 5_000);
@@ -69,10 +83,12 @@ pub async fn run(config: Config, questions: Vec<String>, requests: usize, concur
             let subjects = config.subjects();
             futures::stream::iter(0..requests)
                 .map(|i| {
-                    let (client, subjects, q) = (client.clone(), subjects.clone(), questions[i % questions.len()].clone());
+                    let (client, subjects, q) =
+                        (client.clone(), subjects.clone(), questions[i % questions.len()].clone());
                     async move {
                         let t = Instant::now();
-                        let reply = client::ask_with(&client, &subjects, AskRequest::new(q), timeout, None).await.ok()?;
+                        let reply =
+                            client::ask_with(&client, &subjects, AskRequest::new(q), timeout, None).await.ok()?;
                         matches!(reply.outcome, Outcome::Answer(_)).then(|| t.elapsed())
                     }
                 })

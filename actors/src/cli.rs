@@ -7,10 +7,21 @@ use anyhow::Context;
 use clap::{Parser, Subcommand};
 use sleuth_messages::{AskRequest, Outcome, Route, Stage};
 
-use crate::{client, config::Config, embed, graph, ingest, node::{self, Node}, retrieval::Retriever, telemetry};
+use crate::{
+    client,
+    config::Config,
+    embed, graph, ingest,
+    node::{self, Node},
+    retrieval::Retriever,
+    telemetry,
+};
 
 #[derive(Debug, Parser)]
-#[command(name = "sleuth", version, about = "Agentic retrieval-augmented generation: plan, retrieve, grade, answer with citations")]
+#[command(
+    name = "sleuth",
+    version,
+    about = "Agentic retrieval-augmented generation: plan, retrieve, grade, answer with citations"
+)]
 pub struct Cli {
     /// TOML configuration file (also SLEUTH_CONFIG); keys can be overridden with SLEUTH__SECTION__KEY
     #[arg(long, global = true)]
@@ -138,7 +149,11 @@ fn parse_stages(names: &[String]) -> anyhow::Result<Vec<Stage>> {
     names
         .iter()
         .map(|n| {
-            let stage = Stage::parse(n.trim()).with_context(|| format!("unknown stage '{n}', expected one of intake, planner, retrieve, graph, grader, synthesizer or all"))?;
+            let stage = Stage::parse(n.trim()).with_context(|| {
+                format!(
+                    "unknown stage '{n}', expected one of intake, planner, retrieve, graph, grader, synthesizer or all"
+                )
+            })?;
             anyhow::ensure!(node::ALL_STAGES.contains(&stage), "the {stage} stage is not available yet");
             Ok(stage)
         })
@@ -156,7 +171,8 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             request.timeout_ms = timeout_ms;
             request.conversation_id = conversation;
             let mut printer = |e: &sleuth_messages::Event| eprintln!("{}", client::render_event(e));
-            let on_event: Option<&mut (dyn FnMut(&sleuth_messages::Event) + Send)> = if watch { Some(&mut printer) } else { None };
+            let on_event: Option<&mut (dyn FnMut(&sleuth_messages::Event) + Send)> =
+                if watch { Some(&mut printer) } else { None };
             let (reply, state) = match &config.nats.url {
                 Some(url) => {
                     let timeout = Duration::from_millis(timeout_ms.unwrap_or(config.loop_.timeout_ms) + 5_000);
@@ -215,8 +231,15 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 Some(graph) => graph.clone(),
                 None => graph::open(&config).await?,
             };
-            let summary =
-                ingest::graph::ingest(store.as_ref(), Some(&retriever), &entities, &edges, &config.graph.relations, true).await?;
+            let summary = ingest::graph::ingest(
+                store.as_ref(),
+                Some(&retriever),
+                &entities,
+                &edges,
+                &config.graph.relations,
+                true,
+            )
+            .await?;
             println!("{summary}; graph in {}, names in the entity collection", store.backend());
             announce(&config).await;
             Ok(ExitCode::SUCCESS)
@@ -224,16 +247,19 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::BenchGraph { edges, queries, no_load } => {
             let store = graph::open(&config).await?;
             let g = &config.graph;
-            let bounds = graph::primitives::Bounds { max_hops: g.max_hops, max_fanout_per_hop: g.max_fanout_per_hop, max_results: g.max_results };
+            let bounds = graph::primitives::Bounds {
+                max_hops: g.max_hops,
+                max_fanout_per_hop: g.max_fanout_per_hop,
+                max_results: g.max_results,
+            };
             print!("{}", graph::bench::run(store.as_ref(), edges, queries, !no_load, bounds).await?);
             Ok(ExitCode::SUCCESS)
         }
         Command::Search { text, entity_type, limit, json } => {
             let entity_type = match &entity_type {
-                Some(t) => Some(
-                    sleuth_messages::EntityType::parse(t)
-                        .with_context(|| format!("unknown --type {t:?}: expected anime, manga, character, episode or document"))?,
-                ),
+                Some(t) => Some(sleuth_messages::EntityType::parse(t).with_context(|| {
+                    format!("unknown --type {t:?}: expected anime, manga, character, episode or document")
+                })?),
                 None => None,
             };
             let request = sleuth_messages::SearchRequest { text: text.clone(), entity_type, limit: Some(limit) };
@@ -256,7 +282,13 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 println!("no entity matches {text:?}");
             } else {
                 for e in &reply.entities {
-                    println!("{:<10} {:<40} popularity {:<8} {}", e.entity.entity_type.as_str(), e.name, e.popularity, e.entity.id);
+                    println!(
+                        "{:<10} {:<40} popularity {:<8} {}",
+                        e.entity.entity_type.as_str(),
+                        e.name,
+                        e.popularity,
+                        e.entity.id
+                    );
                 }
             }
             Ok(ExitCode::SUCCESS)
@@ -296,9 +328,14 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         }
         Command::Bench { questions, requests, concurrency } => {
             let questions = if questions.is_empty() {
-                ["Which anime is Luffy in?", "How is Luffy related to Nami?", "Who directed Spirited Away?", "Compare Naruto and Bleach"]
-                    .map(String::from)
-                    .to_vec()
+                [
+                    "Which anime is Luffy in?",
+                    "How is Luffy related to Nami?",
+                    "Who directed Spirited Away?",
+                    "Compare Naruto and Bleach",
+                ]
+                .map(String::from)
+                .to_vec()
             } else {
                 questions
             };
@@ -349,6 +386,8 @@ async fn announce(config: &Config) {
     match client::announce_ingestion(config).await {
         Ok(Some(generation)) => eprintln!("index generation {generation}: retrieval caches invalidated"),
         Ok(None) => {}
-        Err(e) => eprintln!("warning: cannot invalidate the retrieval caches ({e:#}); they expire within intake.cache_ttl_s"),
+        Err(e) => {
+            eprintln!("warning: cannot invalidate the retrieval caches ({e:#}); they expire within intake.cache_ttl_s")
+        }
     }
 }

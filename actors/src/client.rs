@@ -6,19 +6,20 @@ use std::time::Duration;
 use anyhow::Context;
 use futures::StreamExt;
 use sleuth_messages::{
-    codec, subjects::Subjects, AskReply, AskRequest, Encoding, Event, EventBody, LoopState, Outcome, PlannerState,
+    AskReply, AskRequest, Encoding, Event, EventBody, LoopState, Outcome, PlannerState, codec, subjects::Subjects,
 };
 
 use crate::{
     config::Config,
-    store::{nats_kv::KvStore, IndexGeneration, StateStore},
+    store::{IndexGeneration, StateStore, nats_kv::KvStore},
 };
 
 /// A request's stored loop state on a cluster: its plan, every step and report. `None` once it has expired.
 pub async fn remote_state(url: &str, config: &Config, request_id: uuid::Uuid) -> anyhow::Result<Option<LoopState>> {
     let client = crate::bus::nats::connect(url, "sleuth ask").await?;
     let js = async_nats::jetstream::new(client);
-    let store = KvStore::open(&js, &config.subjects().loops_bucket(), Duration::from_secs(config.nats.loop_ttl_s)).await?;
+    let store =
+        KvStore::open(&js, &config.subjects().loops_bucket(), Duration::from_secs(config.nats.loop_ttl_s)).await?;
     Ok(store.load(request_id).await?.map(|(state, _)| state))
 }
 
@@ -34,7 +35,9 @@ pub async fn announce_ingestion(config: &Config) -> anyhow::Result<Option<u64>> 
 
 /// The plan in a line: strategy, rounds, acceptance criteria and who wrote it.
 pub fn render_plan(plan: &PlannerState) -> String {
-    let name = |v: serde_json::Result<serde_json::Value>| v.ok().and_then(|v| v.as_str().map(str::to_string)).unwrap_or_default();
+    let name = |v: serde_json::Result<serde_json::Value>| {
+        v.ok().and_then(|v| v.as_str().map(str::to_string)).unwrap_or_default()
+    };
     let rounds: Vec<String> = plan
         .retrieval_rounds
         .iter()
@@ -97,9 +100,9 @@ pub async fn ask_with(
             }
         }
     };
-    tokio::time::timeout(timeout, wait)
-        .await
-        .map_err(|_| anyhow::anyhow!("no answer within {timeout:?}: are the sleuth stages running (sleuth serve --stages all)?"))?
+    tokio::time::timeout(timeout, wait).await.map_err(|_| {
+        anyhow::anyhow!("no answer within {timeout:?}: are the sleuth stages running (sleuth serve --stages all)?")
+    })?
 }
 
 /// Prints a request's events until its `final` event.
@@ -132,8 +135,12 @@ pub fn render_event(event: &Event) -> String {
             step.actions.iter().map(|a| a.describe()).collect::<Vec<_>>().join(" + "),
             step.rationale
         ),
-        EventBody::Retrieved { cards, new_cards } => format!("· turn {}    retrieved: {new_cards} new cards, {cards} in all", event.turn),
-        EventBody::Graded(r) => format!("· turn {}    graded: sufficient={} ({})", event.turn, r.sufficient, r.rationale),
+        EventBody::Retrieved { cards, new_cards } => {
+            format!("· turn {}    retrieved: {new_cards} new cards, {cards} in all", event.turn)
+        }
+        EventBody::Graded(r) => {
+            format!("· turn {}    graded: sufficient={} ({})", event.turn, r.sufficient, r.rationale)
+        }
         EventBody::Final(_) => format!("· final"),
     }
 }
@@ -156,7 +163,13 @@ pub fn render(reply: &AskReply) -> String {
                     (Some(s), Some(why)) => format!(" → {} ({why})", if s { "sufficient" } else { "insufficient" }),
                     _ => String::new(),
                 };
-                out.push_str(&format!("  {}. {} — {} hits, {} new{grade}\n", t.turn, t.actions.join(" + "), t.hits, t.new_cards));
+                out.push_str(&format!(
+                    "  {}. {} — {} hits, {} new{grade}\n",
+                    t.turn,
+                    t.actions.join(" + "),
+                    t.hits,
+                    t.new_cards
+                ));
             }
             if let (Some(route), Some(c)) = (reply.route, &reply.complexity) {
                 out.push_str(&format!("\nroute: {} · {}", format!("{route:?}").to_lowercase(), c.reason));
@@ -184,9 +197,12 @@ pub async fn search_remote(
 ) -> anyhow::Result<sleuth_messages::EntitiesReply> {
     let client = crate::bus::nats::connect(url, "sleuth search").await?;
     let body = sleuth_messages::codec::encode(request, sleuth_messages::Encoding::MsgPack)?;
-    let reply = tokio::time::timeout(std::time::Duration::from_secs(10), client.request(subjects.search(), body.into()))
-        .await
-        .map_err(|_| anyhow::anyhow!("no answer from {} within 10 s: is a graph stage running?", subjects.search()))?
-        .map_err(|e| anyhow::anyhow!("search request failed: {e}"))?;
+    let reply =
+        tokio::time::timeout(std::time::Duration::from_secs(10), client.request(subjects.search(), body.into()))
+            .await
+            .map_err(|_| {
+                anyhow::anyhow!("no answer from {} within 10 s: is a graph stage running?", subjects.search())
+            })?
+            .map_err(|e| anyhow::anyhow!("search request failed: {e}"))?;
     Ok(sleuth_messages::codec::decode(&reply.payload)?.0)
 }

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use async_nats::service::{Service, ServiceExt};
 use bytes::Bytes;
 use futures::StreamExt;
-use sleuth_messages::{codec, AskReply, AskRequest, Encoding, ReplyTo, Stage};
+use sleuth_messages::{AskReply, AskRequest, Encoding, ReplyTo, Stage, codec};
 
 use crate::{bus::nats::TRACEPARENT, retrieval::cache::RetrievalCache, runtime::NodeContext, stages::intake};
 
@@ -34,7 +34,10 @@ pub async fn register_service(
 }
 
 /// The `ask` endpoint on the intake service, load-balanced over intake replicas by its queue group.
-pub async fn ask_endpoint(service: &Service, ctx: &NodeContext) -> anyhow::Result<async_nats::service::endpoint::Endpoint> {
+pub async fn ask_endpoint(
+    service: &Service,
+    ctx: &NodeContext,
+) -> anyhow::Result<async_nats::service::endpoint::Endpoint> {
     service
         .endpoint_builder()
         .name("ask")
@@ -49,12 +52,8 @@ pub async fn serve_ask(ctx: Arc<NodeContext>, mut endpoint: async_nats::service:
     while let Some(request) = endpoint.next().await {
         let payload = &request.message.payload;
         let encoding = Encoding::detect(payload);
-        let traceparent = request
-            .message
-            .headers
-            .as_ref()
-            .and_then(|h| h.get(TRACEPARENT))
-            .map(|v| v.as_str().to_string());
+        let traceparent =
+            request.message.headers.as_ref().and_then(|h| h.get(TRACEPARENT)).map(|v| v.as_str().to_string());
         let reply = request.message.reply.as_ref().map(|s| ReplyTo { subject: s.to_string(), encoding });
         let outcome = match codec::decode::<AskRequest>(payload) {
             Ok((ask, _)) => intake::submit(&ctx, ask, reply, traceparent).await.map(|_| ()),

@@ -2,19 +2,17 @@
 //! pass. Reports perfect retrieval@8 (every gold title among the 8 passages finally retrieved or cited), recall@k,
 //! MRR@10, the multi-hop subset, latency percentiles and the failed questions.
 
-use std::{path::Path, sync::Arc, time::{Duration, Instant}};
+use std::{
+    path::Path,
+    sync::Arc,
+    time::{Duration, Instant},
+};
 
 use anyhow::Context;
 use serde_json::json;
 use sleuth_messages::{AskRequest, LoopState, Outcome, Route};
 
-use crate::{
-    config::Config,
-    index::PayloadFilter,
-    ingest,
-    retrieval::Retriever,
-    node::Node,
-};
+use crate::{config::Config, index::PayloadFilter, ingest, node::Node, retrieval::Retriever};
 
 /// Passages a question is judged on (fast-graphrag's benchmark retrieves 8).
 pub const JUDGED: usize = 8;
@@ -54,13 +52,18 @@ impl Scored {
         found as f64 / self.question.gold_titles.len().max(1) as f64
     }
     pub fn reciprocal_rank(&self) -> f64 {
-        self.ranked.iter().take(10).position(|t| self.question.gold_titles.contains(t)).map_or(0.0, |i| 1.0 / (i + 1) as f64)
+        self.ranked
+            .iter()
+            .take(10)
+            .position(|t| self.question.gold_titles.contains(t))
+            .map_or(0.0, |i| 1.0 / (i + 1) as f64)
     }
 }
 
 pub fn read_questions(path: &Path) -> anyhow::Result<Vec<Question>> {
     let text = std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
-    let value: serde_json::Value = serde_json::from_str(&text).with_context(|| format!("{} is not JSON", path.display()))?;
+    let value: serde_json::Value =
+        serde_json::from_str(&text).with_context(|| format!("{} is not JSON", path.display()))?;
     let items = value.as_array().with_context(|| format!("{}: expected an array of questions", path.display()))?;
     items
         .iter()
@@ -106,7 +109,12 @@ pub fn ranked_titles(state: &LoopState) -> Vec<String> {
 
 /// Runs the evaluation. `corpus`, when given, is ingested first (idempotently) into an index of its own. Returns
 /// the scores and a line describing the mode (loop or single pass, and how retrieval searched).
-pub async fn run(mut config: Config, questions: Vec<Question>, corpus: Option<&Path>, single_pass: bool) -> anyhow::Result<(Vec<Scored>, String)> {
+pub async fn run(
+    mut config: Config,
+    questions: Vec<Question>,
+    corpus: Option<&Path>,
+    single_pass: bool,
+) -> anyhow::Result<(Vec<Scored>, String)> {
     config.retrieval.demo_corpus = false;
     let routing = match config.intake.force_route {
         Some(route) => format!("every question on the {route:?} route").to_lowercase(),
@@ -171,7 +179,8 @@ struct Row {
 
 fn row(name: &str, items: &[&Scored]) -> Row {
     let n = items.len();
-    let mean = |f: &dyn Fn(&Scored) -> f64| if n == 0 { 0.0 } else { items.iter().map(|s| f(s)).sum::<f64>() / n as f64 };
+    let mean =
+        |f: &dyn Fn(&Scored) -> f64| if n == 0 { 0.0 } else { items.iter().map(|s| f(s)).sum::<f64>() / n as f64 };
     let mut lat: Vec<f64> = items.iter().map(|s| s.latency.as_secs_f64() * 1000.0).collect();
     lat.sort_by(f64::total_cmp);
     let pct = |p: f64| if lat.is_empty() { 0.0 } else { lat[((lat.len() - 1) as f64 * p).round() as usize] };
@@ -218,10 +227,16 @@ pub fn render(scored: &[Scored], mode: &str) -> String {
     }
     let routes = route_rows(scored);
     if !routes.is_empty() {
-        out.push_str(&format!("\n{:<11} {:>4} {:>7} {:>11} {:>9} {:>9}\n", "route", "n", "share", "perfect@8", "p50 ms", "p95 ms"));
+        out.push_str(&format!(
+            "\n{:<11} {:>4} {:>7} {:>11} {:>9} {:>9}\n",
+            "route", "n", "share", "perfect@8", "p50 ms", "p95 ms"
+        ));
         for r in routes {
             let share = r.n as f64 / scored.len().max(1) as f64;
-            out.push_str(&format!("{:<11} {:>4} {:>7.3} {:>11.3} {:>9.1} {:>9.1}\n", r.name, r.n, share, r.perfect, r.p50, r.p95));
+            out.push_str(&format!(
+                "{:<11} {:>4} {:>7.3} {:>11.3} {:>9.1} {:>9.1}\n",
+                r.name, r.n, share, r.perfect, r.p50, r.p95
+            ));
         }
     }
     let failed: Vec<&Scored> = scored.iter().filter(|s| !s.perfect()).collect();
@@ -258,7 +273,12 @@ mod tests {
 
     fn scored(gold: &[&str], ranked: &[&str]) -> Scored {
         Scored {
-            question: Question { id: "q".into(), question: "?".into(), gold_titles: gold.iter().map(|s| s.to_string()).collect(), multihop: true },
+            question: Question {
+                id: "q".into(),
+                question: "?".into(),
+                gold_titles: gold.iter().map(|s| s.to_string()).collect(),
+                multihop: true,
+            },
             ranked: ranked.iter().map(|s| s.to_string()).collect(),
             latency: Duration::ZERO,
             route: Some(Route::Enhanced),
@@ -287,7 +307,8 @@ mod tests {
     fn questions_file_errors_name_the_question() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("q.json");
-        std::fs::write(&path, r#"[{"id":"a","question":"x","gold_titles":["T"]},{"id":"b","gold_titles":[]}]"#).unwrap();
+        std::fs::write(&path, r#"[{"id":"a","question":"x","gold_titles":["T"]},{"id":"b","gold_titles":[]}]"#)
+            .unwrap();
         let err = read_questions(&path).unwrap_err().to_string();
         assert!(err.contains("question 2") && err.contains("question\""), "{err}");
     }

@@ -4,13 +4,13 @@
 
 use std::sync::Arc;
 
-use async_nats::service::{endpoint::Endpoint, Service};
+use async_nats::service::{Service, endpoint::Endpoint};
 use bytes::Bytes;
 use futures::StreamExt;
 use serde::de::DeserializeOwned;
 use sleuth_messages::{
-    codec, EntitiesReply, EntityRecord, EntityType, ErrorKind, ErrorResponse, HydrateRequest, SearchRequest,
-    MAX_HYDRATE_IDS, MAX_SEARCH_CHARS,
+    EntitiesReply, EntityRecord, EntityType, ErrorKind, ErrorResponse, HydrateRequest, MAX_HYDRATE_IDS,
+    MAX_SEARCH_CHARS, SearchRequest, codec,
 };
 use uuid::Uuid;
 
@@ -20,9 +20,18 @@ use crate::{
 };
 
 /// Adds the `search` and `hydrate` endpoints to the graph service.
-pub async fn endpoints(service: &Service, search_subject: String, hydrate_subject: String) -> anyhow::Result<(Endpoint, Endpoint)> {
+pub async fn endpoints(
+    service: &Service,
+    search_subject: String,
+    hydrate_subject: String,
+) -> anyhow::Result<(Endpoint, Endpoint)> {
     let add = |name: &'static str, subject: String| async move {
-        service.endpoint_builder().name(name).add(subject).await.map_err(|e| anyhow::anyhow!("cannot add the {name} endpoint: {e}"))
+        service
+            .endpoint_builder()
+            .name(name)
+            .add(subject)
+            .await
+            .map_err(|e| anyhow::anyhow!("cannot add the {name} endpoint: {e}"))
     };
     Ok((add("search", search_subject).await?, add("hydrate", hydrate_subject).await?))
 }
@@ -63,7 +72,9 @@ fn record(entity: &Entity) -> Option<EntityRecord> {
 
 fn backend_error(err: GraphError) -> ErrorResponse {
     match err {
-        GraphError::Timeout(after) => ErrorResponse::new(ErrorKind::Timeout, format!("graph query timed out after {after:?}")),
+        GraphError::Timeout(after) => {
+            ErrorResponse::new(ErrorKind::Timeout, format!("graph query timed out after {after:?}"))
+        }
         GraphError::Backend(e) => {
             tracing::error!(error = format!("{e:#}"), "graph lane failed");
             ErrorResponse::new(ErrorKind::Unavailable, "the graph database is unavailable")
@@ -75,7 +86,10 @@ fn backend_error(err: GraphError) -> ErrorResponse {
 pub async fn search(store: Arc<dyn GraphStore>, req: SearchRequest) -> Result<Vec<EntityRecord>, ErrorResponse> {
     let text = req.text.trim();
     if text.is_empty() || text.chars().count() > MAX_SEARCH_CHARS {
-        return Err(ErrorResponse::new(ErrorKind::InvalidInput, format!("search text must be 1 to {MAX_SEARCH_CHARS} characters")));
+        return Err(ErrorResponse::new(
+            ErrorKind::InvalidInput,
+            format!("search text must be 1 to {MAX_SEARCH_CHARS} characters"),
+        ));
     }
     let limit = req.limit.unwrap_or(10).clamp(1, 100);
     let found = store.search(text, req.entity_type.map(EntityType::as_str), limit).await.map_err(backend_error)?;

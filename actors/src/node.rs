@@ -10,27 +10,31 @@ use sleuth_messages::{AskReply, AskRequest, ErrorKind, ErrorResponse, Event, Eve
 use tokio::task::JoinHandle;
 
 use crate::{
-    bus::{memory::MemoryBus, nats::{self, NatsBus}, Bus},
+    bus::{
+        Bus,
+        memory::MemoryBus,
+        nats::{self, NatsBus},
+    },
     config::Config,
     endpoint,
     graph::{self, GraphStore},
     llm::{LlmAgent, LlmClient},
-    retrieval::{cache::RetrievalCache, Retriever},
+    retrieval::{Retriever, cache::RetrievalCache},
     runtime::{
-        dead_letters,
+        NodeContext, Stats, dead_letters,
         supervisor::{NodeSupervisor, StageArgs},
         worker::WorkerArgs,
-        NodeContext, Stats,
     },
     stages::{
-        grader::Grader, graph::GraphStage, intake, llm_grader::LlmGrader, llm_planner::LlmPlanner,
-        llm_synthesizer::LlmSynthesizer, planner::Planner, retrieve::Retrieve, synthesizer::Synthesizer, StageLogic,
+        StageLogic, grader::Grader, graph::GraphStage, intake, llm_grader::LlmGrader, llm_planner::LlmPlanner,
+        llm_synthesizer::LlmSynthesizer, planner::Planner, retrieve::Retrieve, synthesizer::Synthesizer,
     },
-    store::{bucket::KvBucket, memory::MemoryStore, nats_kv::KvStore, Conversations, IndexGeneration, StateStore},
+    store::{Conversations, IndexGeneration, StateStore, bucket::KvBucket, memory::MemoryStore, nats_kv::KvStore},
 };
 
 /// The stages `--stages all` runs.
-pub const ALL_STAGES: [Stage; 6] = [Stage::Intake, Stage::Planner, Stage::Retrieve, Stage::Graph, Stage::Grader, Stage::Synthesizer];
+pub const ALL_STAGES: [Stage; 6] =
+    [Stage::Intake, Stage::Planner, Stage::Retrieve, Stage::Graph, Stage::Grader, Stage::Synthesizer];
 
 pub struct Node {
     pub ctx: Arc<NodeContext>,
@@ -70,18 +74,27 @@ fn logic_for(stage: Stage, ctx: &NodeContext, backends: &Backends) -> anyhow::Re
     Ok(match stage {
         Stage::Intake => None,
         Stage::Planner => {
-            let planner = Planner { graph_bridges: config.graph.link_mentions, resolve_entities: config.graph.resolve_entities };
+            let planner =
+                Planner { graph_bridges: config.graph.link_mentions, resolve_entities: config.graph.resolve_entities };
             match &backends.llm {
-                Some(llm) => Some(Arc::new(LlmPlanner { llm: llm.clone(), fallback: planner, graph: config.graph.clone() })),
+                Some(llm) => {
+                    Some(Arc::new(LlmPlanner { llm: llm.clone(), fallback: planner, graph: config.graph.clone() }))
+                }
                 None => Some(Arc::new(planner)),
             }
         }
         Stage::Retrieve => {
             let retriever = backends.retriever.as_ref().context("the retrieve stage needs an index")?.clone();
-            Some(Arc::new(Retrieve::new(retriever, config.retrieval.top_k, backends.cache.clone(), ctx.generation.clone())))
+            Some(Arc::new(Retrieve::new(
+                retriever,
+                config.retrieval.top_k,
+                backends.cache.clone(),
+                ctx.generation.clone(),
+            )))
         }
         Stage::Grader => {
-            let grader = Grader { graph_bridges: config.graph.link_mentions, resolve_entities: config.graph.resolve_entities };
+            let grader =
+                Grader { graph_bridges: config.graph.link_mentions, resolve_entities: config.graph.resolve_entities };
             match &backends.llm {
                 Some(llm) => Some(Arc::new(LlmGrader { llm: llm.clone(), fallback: grader })),
                 None => Some(Arc::new(grader)),
@@ -112,7 +125,13 @@ impl Node {
         let llm = llm_agent(&config)?;
         let ctx = Arc::new(NodeContext { rewriter: llm.clone(), ..NodeContext::in_memory(config, bus, store) });
         let cache = RetrievalCache::from_config(&ctx.config.intake);
-        Node::start(ctx, &ALL_STAGES, Backends { retriever: Some(retriever), graph: Some(graph), llm, cache }, Vec::new()).await
+        Node::start(
+            ctx,
+            &ALL_STAGES,
+            Backends { retriever: Some(retriever), graph: Some(graph), llm, cache },
+            Vec::new(),
+        )
+        .await
     }
 
     /// The given stages of this process, attached to NATS.
@@ -122,8 +141,14 @@ impl Node {
         let names: Vec<&str> = stages.iter().map(|s| s.as_str()).collect();
         let client = nats::connect(&url, &format!("sleuth {}", names.join(","))).await?;
         let bus = NatsBus::start(client.clone(), config.clone()).await?;
-        let store = KvStore::open(bus.jetstream(), &config.subjects().loops_bucket(), Duration::from_secs(config.nats.loop_ttl_s)).await?;
-        let retriever = if stages.contains(&Stage::Retrieve) { Some(Arc::new(Retriever::open(&config).await?)) } else { None };
+        let store = KvStore::open(
+            bus.jetstream(),
+            &config.subjects().loops_bucket(),
+            Duration::from_secs(config.nats.loop_ttl_s),
+        )
+        .await?;
+        let retriever =
+            if stages.contains(&Stage::Retrieve) { Some(Arc::new(Retriever::open(&config).await?)) } else { None };
         let graph = match (&retriever, stages.contains(&Stage::Graph)) {
             (_, false) => None,
             (Some(r), true) if r.graph.is_some() => r.graph.clone(),
@@ -132,8 +157,15 @@ impl Node {
         let subjects = config.subjects();
         let js = bus.jetstream();
         let ttl = Duration::from_secs(config.intake.conversation_ttl_s);
-        let conversations = KvBucket::open(js, &subjects.conversations_bucket(), ttl, "sleuth conversations, one key per conversation_id").await?;
-        let agents = stages.iter().any(|s| matches!(s, Stage::Intake | Stage::Planner | Stage::Grader | Stage::Synthesizer));
+        let conversations = KvBucket::open(
+            js,
+            &subjects.conversations_bucket(),
+            ttl,
+            "sleuth conversations, one key per conversation_id",
+        )
+        .await?;
+        let agents =
+            stages.iter().any(|s| matches!(s, Stage::Intake | Stage::Planner | Stage::Grader | Stage::Synthesizer));
         let llm = if agents { llm_agent(&config)? } else { None };
         let ctx = Arc::new(NodeContext {
             conversations: Arc::new(Conversations::new(Arc::new(conversations), config.intake.conversation_turns)),
@@ -144,7 +176,8 @@ impl Node {
             store: Arc::new(store),
             stats: Arc::new(Stats::default()),
         });
-        let cache = if stages.contains(&Stage::Retrieve) { RetrievalCache::from_config(&ctx.config.intake) } else { None };
+        let cache =
+            if stages.contains(&Stage::Retrieve) { RetrievalCache::from_config(&ctx.config.intake) } else { None };
         let mut services = Vec::new();
         let mut ask = None;
         let mut lanes = None;
@@ -160,7 +193,9 @@ impl Node {
             }
             services.push(service);
         }
-        let mut node = Node::start(ctx.clone(), stages, Backends { retriever, graph: graph.clone(), llm, cache }, services).await?;
+        let mut node =
+            Node::start(ctx.clone(), stages, Backends { retriever, graph: graph.clone(), llm, cache }, services)
+                .await?;
         if let Some(ask) = ask {
             node.tasks.push(tokio::spawn(endpoint::serve_ask(ctx, ask)));
         }
@@ -185,10 +220,14 @@ impl Node {
         for stage in ordered {
             let Some(logic) = logic_for(stage, &ctx, &backends)? else { continue };
             let queue = ctx.bus.work_queue(stage).await?;
-            args.push(StageArgs { worker: WorkerArgs { ctx: ctx.clone(), logic, queue }, workers: ctx.config.stages.workers });
+            args.push(StageArgs {
+                worker: WorkerArgs { ctx: ctx.clone(), logic, queue },
+                workers: ctx.config.stages.workers,
+            });
             consuming.push(stage);
         }
-        let (supervisor, supervisor_handle) = Actor::spawn(None, NodeSupervisor, args).await.context("cannot start the supervisors")?;
+        let (supervisor, supervisor_handle) =
+            Actor::spawn(None, NodeSupervisor, args).await.context("cannot start the supervisors")?;
         let watcher_ctx = ctx.clone();
         let watcher = tokio::spawn(async move {
             if let Err(e) = dead_letters::watch(watcher_ctx, consuming).await {
@@ -233,7 +272,9 @@ impl Node {
         match tokio::time::timeout(timeout, wait).await {
             Ok(Some(reply)) => Ok(reply),
             Ok(None) => Err(unavailable("event stream ended".into())),
-            Err(_) => Err(ErrorResponse::new(ErrorKind::Timeout, "no answer before the deadline").for_request(request_id)),
+            Err(_) => {
+                Err(ErrorResponse::new(ErrorKind::Timeout, "no answer before the deadline").for_request(request_id))
+            }
         }
     }
 

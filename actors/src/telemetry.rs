@@ -2,7 +2,7 @@
 
 use std::io::IsTerminal;
 
-use tracing_subscriber::{fmt, EnvFilter};
+use tracing_subscriber::{EnvFilter, fmt};
 
 /// Installs the global subscriber. `RUST_LOG` overrides the default level (`warn` for the CLI, `info` for serve).
 pub fn init(default_level: &str) {
@@ -10,7 +10,11 @@ pub fn init(default_level: &str) {
     let filter = EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| EnvFilter::new(format!("{default_level},qdrant_edge=error")));
     let builder = fmt().with_env_filter(filter).with_writer(std::io::stderr);
-    let _ = if std::io::stderr().is_terminal() { builder.try_init() } else { builder.json().flatten_event(true).try_init() };
+    let _ = if std::io::stderr().is_terminal() {
+        builder.try_init()
+    } else {
+        builder.json().flatten_event(true).try_init()
+    };
 }
 
 /// Unix time in milliseconds.

@@ -3,13 +3,13 @@
 /// English function words and question words that carry no retrieval signal.
 const STOPWORDS: &[&str] = &[
     "a", "about", "after", "all", "also", "an", "and", "any", "are", "as", "at", "be", "been", "before", "being",
-    "between", "both", "but", "by", "can", "could", "did", "do", "does", "during", "each", "for", "from", "had",
-    "has", "have", "he", "her", "hers", "him", "his", "how", "i", "if", "in", "into", "is", "it", "its", "me",
-    "more", "most", "my", "no", "not", "of", "on", "one", "or", "other", "our", "over", "same", "she", "should",
-    "so", "some", "such", "than", "that", "the", "their", "them", "then", "there", "these", "they", "this",
-    "those", "through", "to", "under", "up", "was", "we", "were", "what", "when", "where", "which", "while",
-    "who", "whom", "whose", "why", "will", "with", "would", "you", "your", "first", "later", "earlier",
-    "tell", "know", "many", "much", "does", "came", "come",
+    "between", "both", "but", "by", "can", "could", "did", "do", "does", "during", "each", "for", "from", "had", "has",
+    "have", "he", "her", "hers", "him", "his", "how", "i", "if", "in", "into", "is", "it", "its", "me", "more", "most",
+    "my", "no", "not", "of", "on", "one", "or", "other", "our", "over", "same", "she", "should", "so", "some", "such",
+    "than", "that", "the", "their", "them", "then", "there", "these", "they", "this", "those", "through", "to",
+    "under", "up", "was", "we", "were", "what", "when", "where", "which", "while", "who", "whom", "whose", "why",
+    "will", "with", "would", "you", "your", "first", "later", "earlier", "tell", "know", "many", "much", "does",
+    "came", "come",
 ];
 
 pub fn is_stopword(word: &str) -> bool {
@@ -106,14 +106,96 @@ const NAME_CONNECTORS: &[&str] = &["of", "de", "la", "von", "van", "der", "du", 
 
 /// Question and sentence-initial words that are capitalised without being names.
 const NOT_NAMES: &[&str] = &[
-    "Which", "What", "Who", "Whom", "Whose", "How", "When", "Where", "Why", "Is", "Are", "Was", "Were", "Did", "Do",
-    "Does", "The", "A", "An", "In", "On", "Of", "And", "Compare", "Tell", "Give", "List", "Name", "Explain", "Can",
-    "Could", "Should", "Would", "He", "She", "It", "They", "His", "Her", "Their", "This", "That", "These", "Those",
-    "Both", "If", "For", "As", "At", "By", "From", "With", "Or",
+    "Which",
+    "What",
+    "Who",
+    "Whom",
+    "Whose",
+    "How",
+    "When",
+    "Where",
+    "Why",
+    "Is",
+    "Are",
+    "Was",
+    "Were",
+    "Did",
+    "Do",
+    "Does",
+    "The",
+    "A",
+    "An",
+    "In",
+    "On",
+    "Of",
+    "And",
+    "Compare",
+    "Tell",
+    "Give",
+    "List",
+    "Name",
+    "Explain",
+    "Can",
+    "Could",
+    "Should",
+    "Would",
+    "He",
+    "She",
+    "It",
+    "They",
+    "His",
+    "Her",
+    "Their",
+    "This",
+    "That",
+    "These",
+    "Those",
+    "Both",
+    "If",
+    "For",
+    "As",
+    "At",
+    "By",
+    "From",
+    "With",
+    "Or",
     // French, Spanish and German question words and openers.
-    "Qui", "Que", "Quoi", "Quand", "Où", "Quel", "Quelle", "Quels", "Quelles", "Comment", "Pourquoi", "Combien",
-    "Comparer", "Et", "Quién", "Qué", "Cuándo", "Dónde", "Cuál", "Cuáles", "Cómo", "Cuántos", "Cuántas", "Por",
-    "Comparar", "Wer", "Was", "Wann", "Wo", "Welche", "Welcher", "Welches", "Wie", "Warum", "Vergleiche", "Und",
+    "Qui",
+    "Que",
+    "Quoi",
+    "Quand",
+    "Où",
+    "Quel",
+    "Quelle",
+    "Quels",
+    "Quelles",
+    "Comment",
+    "Pourquoi",
+    "Combien",
+    "Comparer",
+    "Et",
+    "Quién",
+    "Qué",
+    "Cuándo",
+    "Dónde",
+    "Cuál",
+    "Cuáles",
+    "Cómo",
+    "Cuántos",
+    "Cuántas",
+    "Por",
+    "Comparar",
+    "Wer",
+    "Was",
+    "Wann",
+    "Wo",
+    "Welche",
+    "Welcher",
+    "Welches",
+    "Wie",
+    "Warum",
+    "Vergleiche",
+    "Und",
 ];
 
 /// Capitalised word runs that look like names: "Lothair II", "Monkey D. Luffy", "Ermengarde of Tours".
@@ -135,12 +217,12 @@ pub fn name_spans(text: &str) -> Vec<String> {
     };
     for raw in words {
         let ends_clause = raw.ends_with([',', '?', '!', ';', ':']) || (raw.ends_with('.') && raw.len() > 3);
-        let word = raw
-            .trim_matches(|c: char| !c.is_alphanumeric() && c != '.' && c != '-' && c != '\'')
-            .trim_end_matches('.');
+        let word =
+            raw.trim_matches(|c: char| !c.is_alphanumeric() && c != '.' && c != '-' && c != '\'').trim_end_matches('.');
         let word = word.strip_suffix("'s").or_else(|| word.strip_suffix("’s")).unwrap_or(word);
         let word = word.trim_matches('\'');
-        let capitalised = word.chars().next().is_some_and(|c| c.is_uppercase() || c.is_ascii_digit() && !current.is_empty());
+        let capitalised =
+            word.chars().next().is_some_and(|c| c.is_uppercase() || c.is_ascii_digit() && !current.is_empty());
         if capitalised && !(current.is_empty() && NOT_NAMES.contains(&word)) {
             current.append(&mut pending_connectors);
             current.push(word.to_string());
@@ -187,7 +269,10 @@ mod tests {
     fn sentences_split_on_terminal_punctuation() {
         assert_eq!(sentences("One. Two! Three? Four"), vec!["One.", "Two!", "Three?", "Four"]);
         assert_eq!(sentences("Version 1.5 is out."), vec!["Version 1.5 is out."]);
-        assert_eq!(sentences("Monkey D. Luffy sails. Dr. Kureha heals."), vec!["Monkey D. Luffy sails.", "Dr. Kureha heals."]);
+        assert_eq!(
+            sentences("Monkey D. Luffy sails. Dr. Kureha heals."),
+            vec!["Monkey D. Luffy sails.", "Dr. Kureha heals."]
+        );
     }
 
     #[test]

@@ -4,7 +4,7 @@
 
 use sleuth_actors::{
     config::{Config, EmbedderKind},
-    graph::{document_node, mentions::MENTIONS, Direction, Expand},
+    graph::{Direction, Expand, document_node, mentions::MENTIONS},
     ingest::{self, Document},
     node::Node,
 };
@@ -16,11 +16,27 @@ fn doc(id: &str, title: &str, text: &str) -> Document {
 
 fn corpus() -> Vec<Document> {
     let mut docs = vec![
-        doc("cinema", "The Private Life of Cinema", "The Private Life of Cinema is a 2011 documentary film by Quebec director Denys Desjardins. It premiered in Montreal."),
-        doc("desjardins", "Denys Desjardins", "Denys Desjardins is a Canadian filmmaker. Desjardins was born in 1966 in Sainte-Agathe-des-Monts, Quebec."),
+        doc(
+            "cinema",
+            "The Private Life of Cinema",
+            "The Private Life of Cinema is a 2011 documentary film by Quebec director Denys Desjardins. It premiered in Montreal.",
+        ),
+        doc(
+            "desjardins",
+            "Denys Desjardins",
+            "Denys Desjardins is a Canadian filmmaker. Desjardins was born in 1966 in Sainte-Agathe-des-Monts, Quebec.",
+        ),
         doc("montreal", "Montreal", "Montreal is the largest city of Quebec and hosts many film festivals."),
-        doc("lothair", "Lothair II", "Lothair II was king of Lotharingia. He was the son of Emperor Lothair I and Ermengarde of Tours."),
-        doc("ermengarde", "Ermengarde of Tours", "Ermengarde of Tours died on 20 March 851. She married Lothair I in 821."),
+        doc(
+            "lothair",
+            "Lothair II",
+            "Lothair II was king of Lotharingia. He was the son of Emperor Lothair I and Ermengarde of Tours.",
+        ),
+        doc(
+            "ermengarde",
+            "Ermengarde of Tours",
+            "Ermengarde of Tours died on 20 March 851. She married Lothair I in 821.",
+        ),
     ];
     // Distractors that share the question's words.
     for i in 0..12 {
@@ -53,14 +69,24 @@ async fn ingestion_links_documents_that_name_each_other() {
     let step = Expand { relations: vec![MENTIONS.into()], direction: Direction::Out, node_types: vec![], fanout: 10 };
     let out = graph.expand(&[document_node("lothair")], &step).await.unwrap();
     let named: Vec<_> = out.iter().map(|a| a.neighbor).collect();
-    assert_eq!(named, vec![document_node("ermengarde")], "Lothair II names Ermengarde of Tours (Lothair I has no document)");
+    assert_eq!(
+        named,
+        vec![document_node("ermengarde")],
+        "Lothair II names Ermengarde of Tours (Lothair I has no document)"
+    );
     let cinema = graph.expand(&[document_node("cinema")], &step).await.unwrap();
     let targets: Vec<_> = cinema.iter().map(|a| a.neighbor).collect();
     assert_eq!(targets, vec![document_node("desjardins"), document_node("montreal")], "first-mentioned first");
 
     // Re-ingesting a changed document replaces its links.
     let retriever = node.retriever.clone().unwrap();
-    ingest::ingest(&retriever, vec![doc("cinema", "The Private Life of Cinema", "A documentary shot in Montreal.")], false).await.unwrap();
+    ingest::ingest(
+        &retriever,
+        vec![doc("cinema", "The Private Life of Cinema", "A documentary shot in Montreal.")],
+        false,
+    )
+    .await
+    .unwrap();
     let cinema = graph.expand(&[document_node("cinema")], &step).await.unwrap();
     assert_eq!(cinema.iter().map(|a| a.neighbor).collect::<Vec<_>>(), vec![document_node("montreal")]);
     node.shutdown().await;
@@ -78,10 +104,17 @@ async fn the_planner_follows_mention_links_to_the_bridge_document() {
     let (state, _) = node.ctx.store.load(request_id).await.unwrap().unwrap();
     let titles: Vec<&str> = state.cards.iter().map(|c| c.hit.title.as_str()).collect();
     assert!(titles.contains(&"Denys Desjardins"), "the bridge document was retrieved: {titles:?}");
-    let graph_steps = state.turns.iter().flat_map(|t| &t.step.actions).filter(|a| matches!(a, Action::PgGraph { .. })).count();
+    let graph_steps =
+        state.turns.iter().flat_map(|t| &t.step.actions).filter(|a| matches!(a, Action::PgGraph { .. })).count();
     let bridged_by_graph = state.turns.iter().any(|t| {
-        t.step.actions.iter().any(|a| matches!(a, Action::QdrantSearch { search_intent } if search_intent.filters.contains_key("doc_id")))
+        t.step.actions.iter().any(
+            |a| matches!(a, Action::QdrantSearch { search_intent } if search_intent.filters.contains_key("doc_id")),
+        )
     });
-    assert!(graph_steps >= 1 && bridged_by_graph, "the loop expanded the anchor through the graph: {:#?}", state.turns.iter().map(|t| &t.step).collect::<Vec<_>>());
+    assert!(
+        graph_steps >= 1 && bridged_by_graph,
+        "the loop expanded the anchor through the graph: {:#?}",
+        state.turns.iter().map(|t| &t.step).collect::<Vec<_>>()
+    );
     node.shutdown().await;
 }

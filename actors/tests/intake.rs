@@ -77,7 +77,10 @@ async fn routes_differ_meta_questions_ask_the_database_and_the_cache_serves_repe
     // The same question, written differently, comes from the cache.
     let (_, _, again) = ask(&node, "who created one piece", None).await;
     let from_cache = |s: &LoopState| {
-        s.turns.iter().flat_map(|t| &t.outcomes).any(|o| matches!(&o.result, ActionResult::Retrieval(r) if r.from_cache))
+        s.turns
+            .iter()
+            .flat_map(|t| &t.outcomes)
+            .any(|o| matches!(&o.result, ActionResult::Retrieval(r) if r.from_cache))
     };
     assert!(from_cache(&again), "{:?}", again.turns);
 
@@ -89,7 +92,12 @@ async fn routes_differ_meta_questions_ask_the_database_and_the_cache_serves_repe
     // A database meta-question is answered by the database_stats tool, with its numbers cited.
     let (meta, reply, state) = ask(&node, "How many documents are in the database?", None).await;
     assert_eq!(reply.route, Some(Route::Agent));
-    assert!(reply.complexity.as_ref().is_some_and(|c| c.score >= 0.75 && c.overrides.contains(&"database_meta".to_string())));
+    assert!(
+        reply
+            .complexity
+            .as_ref()
+            .is_some_and(|c| c.score >= 0.75 && c.overrides.contains(&"database_meta".to_string()))
+    );
     assert!(matches!(state.turns[0].step.actions[0], Action::DatabaseStats {}));
     assert!(meta.answer.contains("documents") && meta.answer.contains("[1]"), "{}", meta.answer);
     assert_eq!(meta.citations.len(), 1);

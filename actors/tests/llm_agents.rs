@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::{content, serve, Reply, Script};
+use common::{Reply, Script, content, serve};
 use serde_json::Value;
 use sleuth_actors::{
     config::{Config, EmbedderKind},
@@ -210,7 +210,11 @@ async fn a_follow_up_is_rewritten_by_the_llm_and_by_the_deterministic_rewriter_w
     assert!(sent[0].to_string().contains("and his crew?") && sent[0].to_string().contains("Who is Luffy?"));
     // Out of schema twice: the deterministic rewriter resolves "his" against the previous turn instead.
     let state = ask("and his ship?").await;
-    assert_eq!(state.analysis.rewritten, "Which crew is Monkey D. Luffy's ship the captain of", "{:?}", state.analysis.resolved);
+    assert_eq!(
+        state.analysis.rewritten, "Which crew is Monkey D. Luffy's ship the captain of",
+        "{:?}",
+        state.analysis.resolved
+    );
     assert_eq!(state.counters.llm_fallbacks, 1);
     node.shutdown().await;
 }

@@ -6,10 +6,10 @@ mod common;
 
 use std::time::Duration;
 
-use common::{content, serve, Reply, Script};
+use common::{Reply, Script, content, serve};
 use sleuth_actors::{
     config::{LlmConfig, StructuredOutput},
-    llm::{structured, Agent, ChatMessage, LlmClient, LlmError},
+    llm::{Agent, ChatMessage, LlmClient, LlmError, structured},
 };
 use sleuth_messages::{ActionKind, NextStep};
 
@@ -37,7 +37,8 @@ fn question() -> Vec<ChatMessage> {
 }
 
 const SEARCH: &str = r#"{"rationale": "find Luffy", "actions": [{"action": "qdrant_search", "search_intent": {"rationale": "resolve the name", "entity_type": "character", "query": "Luffy"}}]}"#;
-const THREE_ACTIONS: &str = r#"{"rationale": "all at once", "actions": [{"action": "final"}, {"action": "final"}, {"action": "final"}]}"#;
+const THREE_ACTIONS: &str =
+    r#"{"rationale": "all at once", "actions": [{"action": "final"}, {"action": "final"}, {"action": "final"}]}"#;
 const NO_INTENT: &str = r#"{"rationale": "search", "actions": [{"action": "qdrant_search"}]}"#;
 
 async fn ask(client: &LlmClient, max_repairs: u32) -> structured::Structured<NextStep> {
@@ -46,9 +47,11 @@ async fn ask(client: &LlmClient, max_repairs: u32) -> structured::Structured<Nex
 
 #[tokio::test]
 async fn malformed_json_a_missing_intent_and_an_inconsistent_step_are_each_repaired() {
-    let (client, script) =
-        client_for(&[content("{\"rationale\": \"oops"), content(NO_INTENT), content(THREE_ACTIONS), content(SEARCH)], |_| {})
-            .await;
+    let (client, script) = client_for(
+        &[content("{\"rationale\": \"oops"), content(NO_INTENT), content(THREE_ACTIONS), content(SEARCH)],
+        |_| {},
+    )
+    .await;
     let out = ask(&client, 3).await;
     let step = out.result.expect("repaired");
     assert_eq!(step.actions[0].kind(), ActionKind::QdrantSearch);
@@ -77,9 +80,11 @@ async fn a_reply_still_invalid_after_every_repair_is_a_typed_error() {
 
 #[tokio::test]
 async fn rate_limits_and_server_errors_are_retried_with_backoff() {
-    let rate_limited = r#"{"error": {"message": "slow down", "type": "rate_limit_exceeded", "param": null, "code": null}}"#;
+    let rate_limited =
+        r#"{"error": {"message": "slow down", "type": "rate_limit_exceeded", "param": null, "code": null}}"#;
     let (client, script) =
-        client_for(&[Reply::Status(429, rate_limited), Reply::Status(503, "overloaded"), content(SEARCH)], |_| {}).await;
+        client_for(&[Reply::Status(429, rate_limited), Reply::Status(503, "overloaded"), content(SEARCH)], |_| {})
+            .await;
     let out = ask(&client, 0).await;
     assert!(out.result.is_ok(), "{:?}", out.result);
     assert_eq!(script.requests().len(), 3, "two retries, then the answer");

@@ -34,7 +34,14 @@ async fn server(dim: usize, requests: Arc<Mutex<Vec<serde_json::Value>>>) -> Str
 }
 
 fn config(base_url: String, dim: usize) -> EmbedderConfig {
-    EmbedderConfig { kind: EmbedderKind::Openai, base_url: Some(base_url), model: "m".into(), dim, batch: 2, ..Default::default() }
+    EmbedderConfig {
+        kind: EmbedderKind::Openai,
+        base_url: Some(base_url),
+        model: "m".into(),
+        dim,
+        batch: 2,
+        ..Default::default()
+    }
 }
 
 #[tokio::test]
@@ -60,6 +67,9 @@ async fn a_wrong_dimension_or_a_missing_url_is_a_clear_error() {
     let e = OpenAiEmbedder::new(&config(url, 4)).unwrap();
     let err = e.embed(&["x".to_string()]).await.unwrap_err().to_string();
     assert!(err.contains("3-dimensional") && err.contains("embedder.dim is 4"), "{err}");
-    let err = OpenAiEmbedder::new(&EmbedderConfig { kind: EmbedderKind::Openai, ..Default::default() }).err().unwrap().to_string();
+    let err = OpenAiEmbedder::new(&EmbedderConfig { kind: EmbedderKind::Openai, ..Default::default() })
+        .err()
+        .unwrap()
+        .to_string();
     assert!(err.contains("embedder.base_url"), "{err}");
 }

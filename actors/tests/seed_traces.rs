@@ -7,7 +7,9 @@ mod common;
 
 use common::demo::node;
 use sleuth_actors::{ingest::graph::entity_id, node::Node};
-use sleuth_messages::{Action, AgentResponse, AskRequest, EntityRef, EntityType, GraphQueryType, LoopState, Outcome, TerminationReason};
+use sleuth_messages::{
+    Action, AgentResponse, AskRequest, EntityRef, EntityType, GraphQueryType, LoopState, Outcome, TerminationReason,
+};
 
 async fn ask(node: &Node, question: &str) -> (AgentResponse, LoopState) {
     let reply = node.ask(AskRequest::new(question), None).await.expect("answer");
@@ -43,17 +45,26 @@ async fn which_anime_is_luffy_in() {
         actions(&state, 0)
     );
     // Turn 2: the anime next to his UUID in the graph.
-    let Action::PgGraph { graph_intent } = &actions(&state, 1)[0] else { panic!("turn 2 is not pg_graph: {:?}", actions(&state, 1)) };
+    let Action::PgGraph { graph_intent } = &actions(&state, 1)[0] else {
+        panic!("turn 2 is not pg_graph: {:?}", actions(&state, 1))
+    };
     assert_eq!((graph_intent.query_type, &graph_intent.start), (GraphQueryType::Neighbors, &luffy));
     // Turn 3: the anime rows by id (seed 000 §8 step 4).
     let Action::QdrantSearch { search_intent } = &actions(&state, 2)[0] else { panic!("turn 3 is not a fetch") };
     assert_eq!(search_intent.entity_type, EntityType::Anime);
-    assert!(search_intent.filters["id"].as_array().unwrap().iter().any(|v| v.as_str() == Some(one_piece.id.as_str())), "{search_intent:?}");
+    assert!(
+        search_intent.filters["id"].as_array().unwrap().iter().any(|v| v.as_str() == Some(one_piece.id.as_str())),
+        "{search_intent:?}"
+    );
 
     assert_eq!(answer.termination_reason, TerminationReason::Sufficient, "{answer:?}");
     assert!(answer.result_entities.contains(&one_piece), "{:?}", answer.result_entities);
     assert!(answer.answer.contains("Monkey D. Luffy (character) appears in One Piece (anime)"), "{}", answer.answer);
-    assert!(answer.citations.iter().any(|c| c.hit_id.starts_with("graph:") && c.doc_id == one_piece.id), "{:?}", answer.citations);
+    assert!(
+        answer.citations.iter().any(|c| c.hit_id.starts_with("graph:") && c.doc_id == one_piece.id),
+        "{:?}",
+        answer.citations
+    );
     node.shutdown().await;
 }
 
@@ -69,12 +80,16 @@ async fn how_is_luffy_related_to_nami() {
     let queries: Vec<_> = actions(&state, 0)
         .iter()
         .filter_map(|a| match a {
-            Action::QdrantSearch { search_intent } if search_intent.entity_type == EntityType::Character => search_intent.query.clone(),
+            Action::QdrantSearch { search_intent } if search_intent.entity_type == EntityType::Character => {
+                search_intent.query.clone()
+            }
             _ => None,
         })
         .collect();
     assert_eq!(queries, vec!["Luffy".to_string(), "Nami".to_string()]);
-    let Action::PgGraph { graph_intent } = &actions(&state, 1)[0] else { panic!("turn 2 is not pg_graph: {:?}", actions(&state, 1)) };
+    let Action::PgGraph { graph_intent } = &actions(&state, 1)[0] else {
+        panic!("turn 2 is not pg_graph: {:?}", actions(&state, 1))
+    };
     assert_eq!(graph_intent.query_type, GraphQueryType::Path);
     assert_eq!((&graph_intent.start, graph_intent.end.as_ref()), (&luffy, Some(&nami)));
     assert!(graph_intent.max_hops <= 3);
@@ -87,7 +102,11 @@ async fn how_is_luffy_related_to_nami() {
     assert!(nodes.iter().all(|n| answer.source_entities.contains(n)), "every node of the path is a source entity");
     assert_eq!(answer.result_entities, vec![luffy, nami]);
     let path_card = paths[0]["card"].as_u64().unwrap() as u32;
-    assert!(answer.citations.iter().any(|c| c.n == path_card && c.hit_id.starts_with("path:")), "{:?}", answer.citations);
+    assert!(
+        answer.citations.iter().any(|c| c.n == path_card && c.hit_id.starts_with("path:")),
+        "{:?}",
+        answer.citations
+    );
     assert!(answer.answer.contains("Nami") && answer.answer.contains(&format!("[{path_card}]")), "{}", answer.answer);
     node.shutdown().await;
 }

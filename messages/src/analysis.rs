@@ -28,7 +28,14 @@ pub struct AskRequest {
 
 impl AskRequest {
     pub fn new(query: impl Into<String>) -> AskRequest {
-        AskRequest { query: query.into(), request_id: None, conversation_id: None, max_turns: None, timeout_ms: None, schema_version: None }
+        AskRequest {
+            query: query.into(),
+            request_id: None,
+            conversation_id: None,
+            max_turns: None,
+            timeout_ms: None,
+            schema_version: None,
+        }
     }
 }
 

@@ -2,9 +2,12 @@
 //!
 //! Decoding never panics. Every failure is a [`CodecError`] that converts into a typed [`ErrorResponse`].
 
-use serde::{de::DeserializeOwned, Deserialize, Serialize};
+use serde::{Deserialize, Serialize, de::DeserializeOwned};
 
-use crate::{envelope::SCHEMA_VERSION, error::{ErrorKind, ErrorResponse}};
+use crate::{
+    envelope::SCHEMA_VERSION,
+    error::{ErrorKind, ErrorResponse},
+};
 
 /// Payloads above this size are refused before any parsing (NATS' own default max_payload is 1 MiB).
 pub const MAX_PAYLOAD_BYTES: usize = 1024 * 1024;

@@ -70,9 +70,6 @@ pub struct WorkItem {
 impl WorkItem {
     /// `Nats-Msg-Id`: `<request_id>:<turn>:<step>:<stage>`, so a re-publish of the same work is deduplicated.
     pub fn msg_id(&self) -> String {
-        format!(
-            "{}:{}:{}:{}",
-            self.envelope.request_id, self.envelope.turn, self.envelope.step, self.stage
-        )
+        format!("{}:{}:{}:{}", self.envelope.request_id, self.envelope.turn, self.envelope.step, self.stage)
     }
 }

@@ -3,9 +3,7 @@
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
-use crate::{
-    analysis::QueryAnalysis, loop_state::AskReply, report::SufficiencyReport, step::NextStep,
-};
+use crate::{analysis::QueryAnalysis, loop_state::AskReply, report::SufficiencyReport, step::NextStep};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -35,7 +33,10 @@ pub enum EventBody {
     Accepted(QueryAnalysis),
     Planned(NextStep),
     /// Cards known after the turn's actions, and how many are new.
-    Retrieved { cards: u32, new_cards: u32 },
+    Retrieved {
+        cards: u32,
+        new_cards: u32,
+    },
     Graded(SufficiencyReport),
     Final(AskReply),
 }

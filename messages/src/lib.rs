@@ -12,8 +12,8 @@ pub mod envelope;
 pub mod error;
 pub mod event;
 pub mod intent;
-pub mod loop_state;
 pub mod lookup;
+pub mod loop_state;
 pub mod plan;
 pub mod report;
 pub mod response;
@@ -22,22 +22,22 @@ pub mod step;
 pub mod subjects;
 
 pub use analysis::{AskRequest, ComplexityScore, QueryAnalysis, QueryRewrite, QueryType, RetrieverWeights, Route};
-pub use conversation::{Conversation, ConversationTurn};
 pub use codec::{CodecError, Encoding, MAX_PAYLOAD_BYTES};
-pub use envelope::{Envelope, Stage, WorkItem, SCHEMA_VERSION};
+pub use conversation::{Conversation, ConversationTurn};
+pub use envelope::{Envelope, SCHEMA_VERSION, Stage, WorkItem};
 pub use error::{ErrorKind, ErrorResponse};
 pub use event::{Event, EventBody, EventKind};
 pub use intent::{EntityRef, EntityType, GraphIntent, GraphLimits, GraphQueryType, SearchIntent};
+pub use lookup::{EntitiesReply, EntityRecord, HydrateRequest, MAX_HYDRATE_IDS, MAX_SEARCH_CHARS, SearchRequest};
 pub use loop_state::{
-    ActionOutcome, ActionResult, AskReply, Caps, Card, Counters, LoopState, Outcome, Phase, ReplyTo,
-    TurnBrief, TurnRecord,
+    ActionOutcome, ActionResult, AskReply, Caps, Card, Counters, LoopState, Outcome, Phase, ReplyTo, TurnBrief,
+    TurnRecord,
 };
-pub use lookup::{EntitiesReply, EntityRecord, HydrateRequest, SearchRequest, MAX_HYDRATE_IDS, MAX_SEARCH_CHARS};
 pub use plan::PlannerState;
 pub use report::{CheckOutcome, SufficiencyReport};
 pub use response::{AgentResponse, Citation, TerminationReason};
 pub use result::{CacheStats, GraphPath, GraphResult, Hit, RetrievalResult};
-pub use step::{Action, ActionKind, ClarifyingQuestion, NextStep, MAX_PARALLEL_ACTIONS};
+pub use step::{Action, ActionKind, ClarifyingQuestion, MAX_PARALLEL_ACTIONS, NextStep};
 
 /// Free-form structured data (filters, evidence, metadata); a `BTreeMap` so encodings are deterministic.
 pub type JsonMap = std::collections::BTreeMap<String, serde_json::Value>;

@@ -4,7 +4,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::{error::ErrorResponse, intent::EntityRef, intent::EntityType, JsonMap};
+use crate::{JsonMap, error::ErrorResponse, intent::EntityRef, intent::EntityType};
 
 /// Longest typeahead text accepted, in characters.
 pub const MAX_SEARCH_CHARS: usize = 200;

@@ -2,7 +2,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::{intent::EntityRef, JsonMap};
+use crate::{JsonMap, intent::EntityRef};
 
 /// Why the loop stopped. Every answer carries one, so a capped run is never mistaken for a confident one.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

@@ -2,7 +2,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::{intent::EntityRef, JsonMap};
+use crate::{JsonMap, intent::EntityRef};
 
 /// One retrieved passage. `id` is the chunk's id, `doc_id` the document it came from.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

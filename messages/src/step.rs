@@ -13,9 +13,15 @@ pub const MAX_PARALLEL_ACTIONS: usize = 2;
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(tag = "action", rename_all = "snake_case")]
 pub enum Action {
-    QdrantSearch { search_intent: SearchIntent },
-    PgGraph { graph_intent: GraphIntent },
-    Clarify { questions: Vec<ClarifyingQuestion> },
+    QdrantSearch {
+        search_intent: SearchIntent,
+    },
+    PgGraph {
+        graph_intent: GraphIntent,
+    },
+    Clarify {
+        questions: Vec<ClarifyingQuestion>,
+    },
     /// The `database_stats` tool: how many documents, chunks and entities (by type) the corpus holds. Answers
     /// database meta-questions, which document retrieval cannot.
     DatabaseStats {},

@@ -19,9 +19,9 @@ use std::{sync::Arc, time::Duration};
 
 use futures::StreamExt;
 use sleuth_actors::{
-    bus::{nats::NatsBus, Bus},
+    bus::{Bus, nats::NatsBus},
     config::Config,
-    store::{nats_kv::KvStore, StateStore},
+    store::{StateStore, nats_kv::KvStore},
 };
 use sleuth_messages::{Event, LoopState};
 

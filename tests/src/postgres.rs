@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use sqlx::{postgres::PgPoolOptions, Executor};
+use sqlx::{Executor, postgres::PgPoolOptions};
 
 /// The server tried when `SLEUTH_TEST_DATABASE_URL` is unset: a local one with trust authentication.
 const LOCAL: &str = "postgres://postgres@127.0.0.1:5432/postgres";

@@ -6,7 +6,7 @@ use std::{
     io::{BufRead, BufReader},
     path::{Path, PathBuf},
     process::{Child, Command, Stdio},
-    sync::{mpsc, Arc, Mutex, OnceLock},
+    sync::{Arc, Mutex, OnceLock, mpsc},
     time::Duration,
 };
 
@@ -15,7 +15,7 @@ const TAIL_LINES: usize = 40;
 /// How long a `sleuth serve` may take to report that it is serving.
 const READY_WITHIN_S: u64 = 60;
 
-/// The `sleuth` binary: `SLEUTH_BIN`, or the one `cargo test --workspace` builds next to the test executables
+/// The `sleuth` binary: `SLEUTH_BIN`, or the one `cargo test --workspace --release` builds next to the test executables
 /// (sleuth-actors has integration tests, so cargo builds its binary before running any test).
 pub fn sleuth_bin() -> PathBuf {
     static BIN: OnceLock<PathBuf> = OnceLock::new();
@@ -28,7 +28,7 @@ pub fn sleuth_bin() -> PathBuf {
         let bin = dir.join(format!("sleuth{}", std::env::consts::EXE_SUFFIX));
         assert!(
             bin.exists(),
-            "the sleuth binary is missing at {}: run the tests with `cargo test --workspace` (which builds it) or set SLEUTH_BIN",
+            "the sleuth binary is missing at {}: run the tests with `cargo test --workspace --release` (which builds it) or set SLEUTH_BIN",
             bin.display()
         );
         bin

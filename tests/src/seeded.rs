@@ -12,7 +12,8 @@ use sleuth_actors::{config::Config, retrieval::Retriever};
 
 /// Fills `dest` (created if missing) with a copy of the indexed demo data.
 pub fn seed_data_dir(dest: &Path) {
-    copy_dir(template(), dest).unwrap_or_else(|e| panic!("cannot copy the seeded data directory to {}: {e}", dest.display()));
+    copy_dir(template(), dest)
+        .unwrap_or_else(|e| panic!("cannot copy the seeded data directory to {}: {e}", dest.display()));
 }
 
 fn template() -> &'static Path {
@@ -27,13 +28,20 @@ fn template() -> &'static Path {
                 let mut config = Config::default();
                 config.data_dir = Some(data_dir.clone());
                 let retriever = Retriever::open(&config).await.unwrap_or_else(|e| {
-                    panic!("cannot index the demo data into {} (is the model pulled? `sleuth models pull`): {e:#}", data_dir.display())
+                    panic!(
+                        "cannot index the demo data into {} (is the model pulled? `sleuth models pull`): {e:#}",
+                        data_dir.display()
+                    )
                 });
                 // Closing the graph checkpoints its WAL, and dropping the retriever flushes the index, so the
                 // directory is whole and nothing holds it open while it is copied.
                 if let Some(graph) = &retriever.graph {
                     let closing = tokio::time::timeout(std::time::Duration::from_secs(60), graph.close()).await;
-                    assert!(closing.is_ok(), "the seeded graph database in {} did not close in 60 s", data_dir.display());
+                    assert!(
+                        closing.is_ok(),
+                        "the seeded graph database in {} did not close in 60 s",
+                        data_dir.display()
+                    );
                 }
                 drop(retriever);
             });

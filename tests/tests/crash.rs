@@ -23,7 +23,8 @@ async fn planner_killed_mid_request_still_gives_exactly_one_answer() {
     let request_id = request.request_id.unwrap();
     let url = nats.url.clone();
     let subjects = config.subjects();
-    let asked = tokio::spawn(async move { client::ask_remote(&url, &subjects, request, Duration::from_secs(60), None).await });
+    let asked =
+        tokio::spawn(async move { client::ask_remote(&url, &subjects, request, Duration::from_secs(60), None).await });
 
     // Wait until the request is accepted and the planner holds its message (still Planning after a while).
     let deadline = std::time::Instant::now() + Duration::from_secs(20);

@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use sleuth_actors::{client, node::Node};
 use sleuth_messages::{
-    codec, AskReply, AskRequest, Encoding, Envelope, EventKind, Outcome, Phase, Stage, WorkItem, SCHEMA_VERSION,
+    AskReply, AskRequest, Encoding, Envelope, EventKind, Outcome, Phase, SCHEMA_VERSION, Stage, WorkItem, codec,
 };
 use sleuth_tests::{events_of, nats::nats_server, process::*, stored_state, unique};
 
@@ -105,9 +105,10 @@ async fn duplicate_work_message_has_exactly_one_effect() {
     let deployment = Deployment::seeded(&nats.url, &unique("dup"), dir.path());
     let _all = ServeProcess::start(&deployment, "all", &[]);
     let config = deployment.config();
-    let reply = client::ask_remote(&nats.url, &config.subjects(), AskRequest::new(QUESTION), Duration::from_secs(30), None)
-        .await
-        .unwrap();
+    let reply =
+        client::ask_remote(&nats.url, &config.subjects(), AskRequest::new(QUESTION), Duration::from_secs(30), None)
+            .await
+            .unwrap();
     let request_id = reply.request_id.unwrap();
     let before = stored_state(&config, request_id).await.unwrap();
 
@@ -116,7 +117,14 @@ async fn duplicate_work_message_has_exactly_one_effect() {
     let js = async_nats::jetstream::new(async_nats::connect(&nats.url).await.unwrap());
     for (stage, n) in [(Stage::Planner, "a"), (Stage::Grader, "b")] {
         let item = WorkItem {
-            envelope: Envelope { schema_version: SCHEMA_VERSION, request_id, turn: 1, step: 0, deadline_ms: before.deadline_ms, attempt: 0 },
+            envelope: Envelope {
+                schema_version: SCHEMA_VERSION,
+                request_id,
+                turn: 1,
+                step: 0,
+                deadline_ms: before.deadline_ms,
+                attempt: 0,
+            },
             stage,
         };
         let publish = async_nats::jetstream::message::PublishMessage::build()

@@ -11,9 +11,12 @@ use proptest::{
 };
 use sleuth_actors::{
     config::GraphConfig,
-    graph::{postgres::PgGraph, sqlite::SqliteGraph, Direction, Edge, Entity, Expand, GraphError, GraphStore, GraphWrite, Timeouts},
+    graph::{
+        Direction, Edge, Entity, Expand, GraphError, GraphStore, GraphWrite, Timeouts, postgres::PgGraph,
+        sqlite::SqliteGraph,
+    },
     ingest,
-    stages::graph::{execute, Failure},
+    stages::graph::{Failure, execute},
 };
 use sleuth_messages::{EntityRef, EntityType, GraphIntent, GraphLimits, GraphQueryType, GraphResult, JsonMap};
 use sleuth_tests::postgres::test_database;
@@ -28,14 +31,30 @@ fn node(i: usize) -> Uuid {
 fn character(i: usize) -> Entity {
     let mut attributes = JsonMap::new();
     attributes.insert("group".into(), (i % 3).into());
-    Entity { id: node(i), entity_type: "character".into(), name: format!("Character {i}"), aliases: vec![], popularity: (i % 5) as f64, attributes }
+    Entity {
+        id: node(i),
+        entity_type: "character".into(),
+        name: format!("Character {i}"),
+        aliases: vec![],
+        popularity: (i % 5) as f64,
+        attributes,
+    }
 }
 
 fn edge(src: usize, dst: usize, relation: &str, weight: f64) -> Edge {
     Edge { src: node(src), dst: node(dst), relation: relation.into(), attributes: JsonMap::new(), weight }
 }
 
-fn intent(kind: GraphQueryType, start: usize, end: usize, hops: u32, fanout: u32, results: u32, relations: &[&str], direction: Direction) -> GraphIntent {
+fn intent(
+    kind: GraphQueryType,
+    start: usize,
+    end: usize,
+    hops: u32,
+    fanout: u32,
+    results: u32,
+    relations: &[&str],
+    direction: Direction,
+) -> GraphIntent {
     let mut filters = JsonMap::new();
     filters.insert("direction".into(), serde_json::to_value(direction).unwrap());
     GraphIntent {
@@ -89,7 +108,8 @@ fn sqlite_and_postgres_answer_every_primitive_alike_on_random_graphs() {
     let pg = rt.block_on(PgGraph::connect(&db.url, 2, Timeouts::default())).expect("postgres graph");
     let lite = rt.block_on(SqliteGraph::in_memory(Timeouts::default())).expect("sqlite graph");
     let config = GraphConfig::default();
-    let mut runner = TestRunner::new(ProptestConfig { cases: 40, failure_persistence: None, ..ProptestConfig::default() });
+    let mut runner =
+        TestRunner::new(ProptestConfig { cases: 40, failure_persistence: None, ..ProptestConfig::default() });
     runner
         .run(&cases(), |case| {
             rt.block_on(async {
@@ -109,8 +129,14 @@ fn sqlite_and_postgres_answer_every_primitive_alike_on_random_graphs() {
                     store.write(&write).await.expect("write");
                 }
                 for (kind, start, end, hops, fanout, results, mask, direction) in &case.queries {
-                    let kind = [GraphQueryType::Neighbors, GraphQueryType::KHop, GraphQueryType::Path, GraphQueryType::Compare][*kind as usize];
-                    let relations: Vec<&str> = RELATIONS.iter().enumerate().filter(|(i, _)| mask & (1 << i) != 0).map(|(_, r)| *r).collect();
+                    let kind = [
+                        GraphQueryType::Neighbors,
+                        GraphQueryType::KHop,
+                        GraphQueryType::Path,
+                        GraphQueryType::Compare,
+                    ][*kind as usize];
+                    let relations: Vec<&str> =
+                        RELATIONS.iter().enumerate().filter(|(i, _)| mask & (1 << i) != 0).map(|(_, r)| *r).collect();
                     let direction = [Direction::Out, Direction::In, Direction::Both][*direction as usize];
                     let q = intent(kind, *start, *end, *hops, *fanout, *results, &relations, direction);
                     let (a, b) = (run(&pg, &config, &q).await, run(&lite, &config, &q).await);
@@ -163,7 +189,13 @@ async fn caps_are_clamped_whatever_the_intent_asks() {
 async fn locked_expand(timeouts: Timeouts) -> Result<(), GraphError> {
     let db = test_database().await;
     let pg = PgGraph::connect(&db.url, 2, timeouts).await.unwrap();
-    pg.write(&GraphWrite { entities: vec![character(0), character(1)], edges: vec![edge(0, 1, "sequel", 1.0)], ..Default::default() }).await.unwrap();
+    pg.write(&GraphWrite {
+        entities: vec![character(0), character(1)],
+        edges: vec![edge(0, 1, "sequel", 1.0)],
+        ..Default::default()
+    })
+    .await
+    .unwrap();
     let locker = sqlx::postgres::PgPoolOptions::new().max_connections(1).connect(&db.url).await.unwrap();
     let mut tx = locker.begin().await.unwrap();
     sqlx::query("LOCK TABLE edges IN ACCESS EXCLUSIVE MODE").execute(&mut *tx).await.unwrap();
@@ -178,13 +210,15 @@ async fn locked_expand(timeouts: Timeouts) -> Result<(), GraphError> {
 
 #[tokio::test]
 async fn the_server_cancels_a_statement_past_its_timeout() {
-    let result = locked_expand(Timeouts { statement: Duration::from_millis(300), query: Duration::from_secs(30) }).await;
+    let result =
+        locked_expand(Timeouts { statement: Duration::from_millis(300), query: Duration::from_secs(30) }).await;
     assert!(matches!(result, Err(GraphError::Timeout(_))), "{result:?}");
 }
 
 #[tokio::test]
 async fn the_client_cancels_a_query_past_its_timeout() {
-    let result = locked_expand(Timeouts { statement: Duration::from_secs(30), query: Duration::from_millis(300) }).await;
+    let result =
+        locked_expand(Timeouts { statement: Duration::from_secs(30), query: Duration::from_millis(300) }).await;
     assert!(matches!(result, Err(GraphError::Timeout(d)) if d == Duration::from_millis(300)), "{result:?}");
 }
 
@@ -230,7 +264,11 @@ async fn ingest_graph_is_all_or_nothing_and_idempotent() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_search_and_hydrate_lanes_answer_over_nats() {
-    use sleuth_tests::{nats::nats_server, process::{Deployment, ServeProcess}, unique};
+    use sleuth_tests::{
+        nats::nats_server,
+        process::{Deployment, ServeProcess},
+        unique,
+    };
     let nats = nats_server();
     let dir = tempfile::tempdir().unwrap();
     let deployment = Deployment::new(&nats.url, &unique("lanes"), dir.path());

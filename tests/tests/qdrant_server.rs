@@ -13,8 +13,9 @@ use sleuth_actors::{
 use sleuth_messages::JsonMap;
 
 fn qdrant_url() -> String {
-    std::env::var("SLEUTH_TEST_QDRANT_URL")
-        .unwrap_or_else(|_| panic!("set SLEUTH_TEST_QDRANT_URL to a Qdrant server's gRPC URL, e.g. http://localhost:6334"))
+    std::env::var("SLEUTH_TEST_QDRANT_URL").unwrap_or_else(|_| {
+        panic!("set SLEUTH_TEST_QDRANT_URL to a Qdrant server's gRPC URL, e.g. http://localhost:6334")
+    })
 }
 
 fn doc(id: &str, text: &str, year: i64) -> Document {

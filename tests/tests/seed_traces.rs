@@ -6,7 +6,9 @@
 use std::{path::PathBuf, process::Command, time::Duration};
 
 use sleuth_actors::{client, ingest::graph::entity_id};
-use sleuth_messages::{Action, AgentResponse, AskRequest, EntityRef, EntityType, GraphQueryType, LoopState, Outcome, TerminationReason};
+use sleuth_messages::{
+    Action, AgentResponse, AskRequest, EntityRef, EntityType, GraphQueryType, LoopState, Outcome, TerminationReason,
+};
 use sleuth_tests::{nats::nats_server, postgres::test_database, process::*, stored_state, unique};
 
 fn demo_file(name: &str) -> PathBuf {
@@ -15,9 +17,15 @@ fn demo_file(name: &str) -> PathBuf {
 
 async fn ask(deployment: &Deployment, question: &str) -> (AgentResponse, LoopState) {
     let config = deployment.config();
-    let reply = client::ask_remote(&deployment.nats_url, &config.subjects(), AskRequest::new(question), Duration::from_secs(60), None)
-        .await
-        .expect("answer over nats");
+    let reply = client::ask_remote(
+        &deployment.nats_url,
+        &config.subjects(),
+        AskRequest::new(question),
+        Duration::from_secs(60),
+        None,
+    )
+    .await
+    .expect("answer over nats");
     let state = stored_state(&config, reply.request_id.expect("request id")).await.expect("state in kv");
     match reply.outcome {
         Outcome::Answer(answer) => (answer, state),
@@ -39,7 +47,11 @@ async fn seed_traces_over_nats_with_the_graph_on_postgres() {
 
     // The demo graph, loaded the way a user loads theirs.
     let mut ingest = Command::new(sleuth_bin());
-    ingest.args(["ingest", "graph"]).arg(demo_file("entities.jsonl")).arg(demo_file("edges.jsonl")).env_remove("SLEUTH_CONFIG");
+    ingest
+        .args(["ingest", "graph"])
+        .arg(demo_file("entities.jsonl"))
+        .arg(demo_file("edges.jsonl"))
+        .env_remove("SLEUTH_CONFIG");
     for (k, v) in deployment.vars() {
         ingest.env(k, v);
     }
@@ -54,11 +66,20 @@ async fn seed_traces_over_nats_with_the_graph_on_postgres() {
     let one_piece = entity(EntityType::Anime, "anime:one-piece");
 
     let (answer, state) = ask(&deployment, "Which anime is Luffy in?").await;
-    let graph_steps: Vec<_> = state.turns.iter().flat_map(|t| &t.step.actions).filter_map(|a| match a {
-        Action::PgGraph { graph_intent } => Some(graph_intent),
-        _ => None,
-    }).collect();
-    assert_eq!(graph_steps.first().map(|g| (&g.start, g.query_type)), Some((&luffy, GraphQueryType::Neighbors)), "{graph_steps:?}");
+    let graph_steps: Vec<_> = state
+        .turns
+        .iter()
+        .flat_map(|t| &t.step.actions)
+        .filter_map(|a| match a {
+            Action::PgGraph { graph_intent } => Some(graph_intent),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        graph_steps.first().map(|g| (&g.start, g.query_type)),
+        Some((&luffy, GraphQueryType::Neighbors)),
+        "{graph_steps:?}"
+    );
     assert_eq!(answer.termination_reason, TerminationReason::Sufficient, "{answer:?}");
     assert!(answer.result_entities.contains(&one_piece), "{:?}", answer.result_entities);
     assert!(answer.answer.contains("appears in One Piece (anime)"), "{}", answer.answer);
@@ -73,7 +94,11 @@ async fn seed_traces_over_nats_with_the_graph_on_postgres() {
     let nodes: Vec<EntityRef> = serde_json::from_value(paths[0]["nodes"].clone()).unwrap();
     assert_eq!((nodes.first(), nodes.last()), (Some(&luffy), Some(&nami)), "{paths:?}");
     assert_eq!(answer.result_entities, vec![luffy, nami]);
-    assert!(answer.citations.iter().any(|c| c.hit_id.starts_with("path:")), "the path is cited: {:?}", answer.citations);
+    assert!(
+        answer.citations.iter().any(|c| c.hit_id.starts_with("path:")),
+        "the path is cited: {:?}",
+        answer.citations
+    );
     // The graph stage ran on Postgres.
     let backend = state.turns.iter().flat_map(|t| &t.outcomes).find_map(|o| match &o.result {
         sleuth_messages::ActionResult::Graph(g) => g.meta.get("backend").cloned(),

@@ -8,9 +8,9 @@ use std::{
 };
 
 use async_trait::async_trait;
-use futures::{stream::BoxStream, StreamExt};
+use futures::{StreamExt, stream::BoxStream};
 use sleuth_messages::{AskReply, Event, ReplyTo, Stage, WorkItem};
-use tokio::sync::{broadcast, mpsc, Mutex};
+use tokio::sync::{Mutex, broadcast, mpsc};
 use uuid::Uuid;
 
 use super::{Bus, BusError, DeadLetter, Delivery, WorkQueue};
@@ -206,7 +206,11 @@ impl MemoryDelivery {
         let Some(mut envelope) = self.envelope.take() else { return };
         if envelope.attempt >= self.max_deliver {
             let reason = format!("failed {} deliveries", envelope.attempt);
-            let _ = self.dead_tx.send(DeadLetter { request_id: envelope.item.envelope.request_id, stage: envelope.item.stage, reason });
+            let _ = self.dead_tx.send(DeadLetter {
+                request_id: envelope.item.envelope.request_id,
+                stage: envelope.item.stage,
+                reason,
+            });
             return;
         }
         envelope.attempt += 1;

@@ -5,19 +5,19 @@
 use std::{sync::Arc, time::Duration};
 
 use async_nats::{
-    jetstream::{
-        self,
-        consumer::{pull, AckPolicy, DeliverPolicy},
-        message::PublishMessage as Publish,
-        stream, AckKind,
-    },
     HeaderMap,
+    jetstream::{
+        self, AckKind,
+        consumer::{AckPolicy, DeliverPolicy, pull},
+        message::PublishMessage as Publish,
+        stream,
+    },
 };
 use async_trait::async_trait;
 use bytes::Bytes;
-use futures::{stream::BoxStream, StreamExt};
-use sleuth_messages::{codec, subjects::Subjects, AskReply, Encoding, Event, ReplyTo, Stage, WorkItem};
-use tokio::sync::{mpsc, Mutex};
+use futures::{StreamExt, stream::BoxStream};
+use sleuth_messages::{AskReply, Encoding, Event, ReplyTo, Stage, WorkItem, codec, subjects::Subjects};
+use tokio::sync::{Mutex, mpsc};
 use uuid::Uuid;
 
 use super::{Bus, BusError, DeadLetter, Delivery, WorkQueue};
@@ -97,17 +97,18 @@ impl NatsBus {
         &self.js
     }
 
-    async fn publish(&self, subject: String, msg_id: String, payload: Vec<u8>, traceparent: Option<&str>) -> Result<(), BusError> {
+    async fn publish(
+        &self,
+        subject: String,
+        msg_id: String,
+        payload: Vec<u8>,
+        traceparent: Option<&str>,
+    ) -> Result<(), BusError> {
         let mut publish = Publish::build().payload(Bytes::from(payload)).message_id(msg_id);
         if let Some(tp) = traceparent {
             publish = publish.header(TRACEPARENT, tp);
         }
-        self.js
-            .send_publish(subject, publish)
-            .await
-            .map_err(unavailable)?
-            .await
-            .map_err(unavailable)?;
+        self.js.send_publish(subject, publish).await.map_err(unavailable)?.await.map_err(unavailable)?;
         Ok(())
     }
 
@@ -139,7 +140,8 @@ fn request_id_of(subject: &str) -> Option<Uuid> {
 impl Bus for NatsBus {
     async fn publish_work(&self, item: &WorkItem, traceparent: Option<&str>) -> Result<(), BusError> {
         let payload = codec::encode(item, Encoding::MsgPack).map_err(|e| BusError::Encode(e.to_string()))?;
-        self.publish(self.subjects.work(item.stage, item.envelope.request_id), item.msg_id(), payload, traceparent).await
+        self.publish(self.subjects.work(item.stage, item.envelope.request_id), item.msg_id(), payload, traceparent)
+            .await
     }
 
     async fn publish_event(&self, event: &Event, traceparent: Option<&str>) -> Result<(), BusError> {
@@ -176,7 +178,8 @@ impl Bus for NatsBus {
                 self.subjects.work_stream(),
                 self.subjects.consumer(stage)
             );
-            let sub = self.client.queue_subscribe(subject, "sleuth-dead-letters".to_string()).await.map_err(unavailable)?;
+            let sub =
+                self.client.queue_subscribe(subject, "sleuth-dead-letters".to_string()).await.map_err(unavailable)?;
             let work = self.work.clone();
             let letters = sub
                 .filter_map(move |msg| {
@@ -262,7 +265,11 @@ impl WorkQueue for NatsQueue {
                 Err(e) => {
                     tracing::error!(subject = %message.subject, error = %e, "undecodable work message, terminating it");
                     if let Some(request_id) = request_id_of(message.subject.as_str()) {
-                        let _ = self.poison.send(DeadLetter { request_id, stage: self.stage, reason: format!("undecodable work message: {e}") });
+                        let _ = self.poison.send(DeadLetter {
+                            request_id,
+                            stage: self.stage,
+                            reason: format!("undecodable work message: {e}"),
+                        });
                     }
                     let _ = message.ack_with(AckKind::Term).await;
                 }

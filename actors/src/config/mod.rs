@@ -4,8 +4,8 @@
 use std::{path::PathBuf, time::Duration};
 
 use figment::{
-    providers::{Env, Format, Serialized, Toml},
     Figment,
+    providers::{Env, Format, Serialized, Toml},
 };
 use serde::{Deserialize, Serialize};
 
@@ -22,10 +22,16 @@ pub const ENV_VARS: &[(&str, &str)] = &[
     ("SLEUTH__DATA_DIR", "embedded data directory (default $XDG_DATA_HOME/sleuth)"),
     ("SLEUTH__EMBEDDER__KIND", "local (all-MiniLM-L6-v2, the default), openai, or none for BM25 only"),
     ("SLEUTH__EMBEDDER__MODEL_DIR", "local model directory (default $XDG_CACHE_HOME/sleuth/models/all-MiniLM-L6-v2)"),
-    ("SLEUTH__RETRIEVAL__BACKEND", "edge (in-process, the default) or qdrant (server at SLEUTH__RETRIEVAL__QDRANT_URL)"),
+    (
+        "SLEUTH__RETRIEVAL__BACKEND",
+        "edge (in-process, the default) or qdrant (server at SLEUTH__RETRIEVAL__QDRANT_URL)",
+    ),
     ("SLEUTH__DATABASE__URL", "set: the graph lives in PostgreSQL at this URL; unset: SQLite in the data dir"),
     ("DATABASE_URL", "fallback for SLEUTH__DATABASE__URL"),
-    ("SLEUTH__LLM__BASE_URL", "OpenAI-compatible chat endpoint (e.g. http://127.0.0.1:8080/v1): LLM planner, grader and synthesizer; unset: deterministic"),
+    (
+        "SLEUTH__LLM__BASE_URL",
+        "OpenAI-compatible chat endpoint (e.g. http://127.0.0.1:8080/v1): LLM planner, grader and synthesizer; unset: deterministic",
+    ),
     ("SLEUTH__LLM__MODEL", "chat model name sent to that endpoint"),
     ("SLEUTH__LLM__STRUCTURED_OUTPUT", "json_schema (default) or json_object for servers without json_schema support"),
     ("OPENAI_API_KEY", "API key of the LLM endpoint, if it needs one (the variable named by llm.api_key_env)"),
@@ -70,7 +76,13 @@ pub struct IntakeConfig {
 
 impl Default for IntakeConfig {
     fn default() -> Self {
-        IntakeConfig { conversation_ttl_s: 1800, conversation_turns: 10, force_route: None, cache_entries: 50, cache_ttl_s: 300 }
+        IntakeConfig {
+            conversation_ttl_s: 1800,
+            conversation_turns: 10,
+            force_route: None,
+            cache_entries: 50,
+            cache_ttl_s: 300,
+        }
     }
 }
 
@@ -117,8 +129,16 @@ impl Default for GraphConfig {
     fn default() -> Self {
         GraphConfig {
             relations: [
-                "prequel", "sequel", "spinoff", "adapted_from", "same_studio", "shared_staff", "co_appears",
-                "appears_in", "shares_franchise", "mentions",
+                "prequel",
+                "sequel",
+                "spinoff",
+                "adapted_from",
+                "same_studio",
+                "shared_staff",
+                "co_appears",
+                "appears_in",
+                "shares_franchise",
+                "mentions",
             ]
             .map(String::from)
             .to_vec(),
@@ -435,8 +455,14 @@ impl Config {
         if !(0.0..=2.0).contains(&m.temperature) {
             return bad("llm.temperature", "must be between 0 and 2");
         }
-        if m.breaker_consecutive_failures == 0 || m.breaker_window == 0 || !(0.0..=1.0).contains(&m.breaker_failure_ratio) {
-            return bad("llm.breaker_*", "consecutive failures and window must be at least 1, the failure ratio within 0..=1");
+        if m.breaker_consecutive_failures == 0
+            || m.breaker_window == 0
+            || !(0.0..=1.0).contains(&m.breaker_failure_ratio)
+        {
+            return bad(
+                "llm.breaker_*",
+                "consecutive failures and window must be at least 1, the failure ratio within 0..=1",
+            );
         }
         if m.backoff_base_ms > m.backoff_max_ms {
             return bad("llm.backoff_base_ms", "must not exceed llm.backoff_max_ms");
@@ -455,8 +481,14 @@ impl Config {
             return bad("retrieval.dense_threshold", "must be a cosine similarity between -1 and 1");
         }
         for name in r.filter_fields.keys() {
-            if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') || ["id", "doc_id", "title"].contains(&name.as_str()) {
-                return bad("retrieval.filter_fields", "names must be letters, digits or '_' and not id, doc_id or title");
+            if name.is_empty()
+                || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+                || ["id", "doc_id", "title"].contains(&name.as_str())
+            {
+                return bad(
+                    "retrieval.filter_fields",
+                    "names must be letters, digits or '_' and not id, doc_id or title",
+                );
             }
         }
         if let Some(url) = &self.database.url
@@ -468,7 +500,9 @@ impl Config {
             return bad("database.pool_max_size", "must be at least 1");
         }
         let g = &self.graph;
-        if g.relations.is_empty() || g.relations.iter().any(|r| r.is_empty() || !r.chars().all(|c| c.is_ascii_lowercase() || c == '_')) {
+        if g.relations.is_empty()
+            || g.relations.iter().any(|r| r.is_empty() || !r.chars().all(|c| c.is_ascii_lowercase() || c == '_'))
+        {
             return bad("graph.relations", "must be a non-empty list of snake_case names");
         }
         if g.max_hops == 0 || g.max_fanout_per_hop == 0 || g.max_results == 0 {
@@ -494,7 +528,11 @@ impl Config {
     /// Where the local embedding model lives.
     pub fn model_dir(&self) -> PathBuf {
         self.embedder.model_dir.clone().unwrap_or_else(|| {
-            dirs::cache_dir().unwrap_or_else(|| self.data_dir().join("cache")).join("sleuth").join("models").join("all-MiniLM-L6-v2")
+            dirs::cache_dir()
+                .unwrap_or_else(|| self.data_dir().join("cache"))
+                .join("sleuth")
+                .join("models")
+                .join("all-MiniLM-L6-v2")
         })
     }
 

@@ -1,7 +1,10 @@
 //! [`CachedEmbedder`]: an LRU of vectors keyed by the SHA-256 of the text, in front of any embedder, so repeated
 //! queries and re-sent chunks are embedded once.
 
-use std::{num::NonZeroUsize, sync::{Arc, Mutex}};
+use std::{
+    num::NonZeroUsize,
+    sync::{Arc, Mutex},
+};
 
 use async_trait::async_trait;
 use lru::LruCache;
@@ -49,7 +52,12 @@ impl Embedder for CachedEmbedder {
         if !missing.is_empty() {
             let batch: Vec<String> = missing.iter().map(|&i| texts[i].clone()).collect();
             let vectors = self.inner.embed(&batch).await?;
-            anyhow::ensure!(vectors.len() == batch.len(), "embedder returned {} vectors for {} texts", vectors.len(), batch.len());
+            anyhow::ensure!(
+                vectors.len() == batch.len(),
+                "embedder returned {} vectors for {} texts",
+                vectors.len(),
+                batch.len()
+            );
             let mut cache = self.cache.lock().expect("embedding cache poisoned");
             for (&i, v) in missing.iter().zip(vectors) {
                 cache.put(keys[i], v.clone());

@@ -53,7 +53,10 @@ pub async fn open(config: &Config) -> anyhow::Result<Option<Arc<dyn Embedder>>> 
                     return Ok(None);
                 }
                 if let Err(err) = pull::pull(&dir, true).await {
-                    tracing::warn!(error = format!("{err:#}"), "cannot fetch the embedding model: searching with BM25 only (run `sleuth models pull` when online)");
+                    tracing::warn!(
+                        error = format!("{err:#}"),
+                        "cannot fetch the embedding model: searching with BM25 only (run `sleuth models pull` when online)"
+                    );
                     return Ok(None);
                 }
             }

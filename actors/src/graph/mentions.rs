@@ -9,7 +9,7 @@ use aho_corasick::{AhoCorasick, MatchKind};
 use serde_json::json;
 use uuid::Uuid;
 
-use super::{document_node, Edge, Entity, GraphError, GraphStore, GraphWrite};
+use super::{Edge, Entity, GraphError, GraphStore, GraphWrite, document_node};
 use crate::ingest::Document;
 
 /// The relation mention links are stored under.
@@ -70,9 +70,11 @@ impl MentionLinker {
                 }
             }
         }
-        let mut forms: Vec<(String, Vec<Uuid>)> = by_form.into_iter().filter(|(_, t)| t.len() <= MAX_TARGETS_PER_NAME).collect();
+        let mut forms: Vec<(String, Vec<Uuid>)> =
+            by_form.into_iter().filter(|(_, t)| t.len() <= MAX_TARGETS_PER_NAME).collect();
         forms.sort_by(|a, b| a.0.cmp(&b.0));
-        let automaton = AhoCorasick::builder().match_kind(MatchKind::LeftmostLongest).build(forms.iter().map(|(f, _)| f))?;
+        let automaton =
+            AhoCorasick::builder().match_kind(MatchKind::LeftmostLongest).build(forms.iter().map(|(f, _)| f))?;
         Ok(MentionLinker { automaton, targets: forms.into_iter().map(|(_, t)| t).collect() })
     }
 
@@ -109,7 +111,11 @@ pub struct LinkSummary {
 /// Records `docs` as document nodes and replaces their outgoing `mentions` edges with what their texts name
 /// now, matched against every name in the graph (these documents' titles included). The edge weight falls with
 /// the order of first mention, so a capped expansion keeps the earliest-named first.
-pub async fn link_documents(store: &dyn GraphStore, docs: &[Document], min_chars: usize) -> Result<LinkSummary, GraphError> {
+pub async fn link_documents(
+    store: &dyn GraphStore,
+    docs: &[Document],
+    min_chars: usize,
+) -> Result<LinkSummary, GraphError> {
     for batch in docs.chunks(WRITE_BATCH) {
         let entities: Vec<Entity> = batch.iter().map(|d| Entity::document(&d.id, &d.title)).collect();
         store.write(&GraphWrite { entities, ..Default::default() }).await?;
@@ -126,7 +132,12 @@ pub async fn link_documents(store: &dyn GraphStore, docs: &[Document], min_chars
                     src: node,
                     dst: mention.node,
                     relation: MENTIONS.to_string(),
-                    attributes: [("surface".to_string(), json!(mention.surface)), ("count".to_string(), json!(mention.count))].into_iter().collect(),
+                    attributes: [
+                        ("surface".to_string(), json!(mention.surface)),
+                        ("count".to_string(), json!(mention.count)),
+                    ]
+                    .into_iter()
+                    .collect(),
                     weight: 1.0 / (1.0 + rank as f64),
                 });
             }
@@ -144,15 +155,23 @@ mod tests {
     #[test]
     fn surface_forms_drop_disambiguation_and_titles() {
         assert_eq!(surface_forms("Algiers (film)"), ["Algiers (film)", "Algiers"]);
-        assert_eq!(surface_forms("Frederick I, Holy Roman Emperor"), ["Frederick I, Holy Roman Emperor", "Frederick I"]);
+        assert_eq!(
+            surface_forms("Frederick I, Holy Roman Emperor"),
+            ["Frederick I, Holy Roman Emperor", "Frederick I"]
+        );
         assert_eq!(surface_forms("Paris"), ["Paris"]);
     }
 
     #[test]
     fn finds_names_on_word_boundaries_longest_first() {
         let (a, b, c) = (Uuid::from_u128(1), Uuid::from_u128(2), Uuid::from_u128(3));
-        let linker = MentionLinker::new([(a, "Lothair I".to_string()), (b, "Lothair II".to_string()), (c, "Tours".to_string())], 4).unwrap();
-        let found = linker.find("Lothair II was the son of Lothair I and Ermengarde of Tours. Toursville is elsewhere.", b);
+        let linker = MentionLinker::new(
+            [(a, "Lothair I".to_string()), (b, "Lothair II".to_string()), (c, "Tours".to_string())],
+            4,
+        )
+        .unwrap();
+        let found =
+            linker.find("Lothair II was the son of Lothair I and Ermengarde of Tours. Toursville is elsewhere.", b);
         let nodes: Vec<Uuid> = found.iter().map(|m| m.node).collect();
         assert_eq!(nodes, [a, c], "{found:?}");
     }

@@ -259,8 +259,11 @@ pub(crate) fn last_wins<T: Clone, K: Ord + Clone>(items: &[T], key: impl Fn(&T) 
 
 /// The lowercased names and aliases an entity is found by.
 pub(crate) fn search_names(entity: &Entity) -> Vec<String> {
-    let mut names: Vec<String> =
-        std::iter::once(&entity.name).chain(&entity.aliases).map(|n| n.trim().to_lowercase()).filter(|n| !n.is_empty()).collect();
+    let mut names: Vec<String> = std::iter::once(&entity.name)
+        .chain(&entity.aliases)
+        .map(|n| n.trim().to_lowercase())
+        .filter(|n| !n.is_empty())
+        .collect();
     names.sort();
     names.dedup();
     names

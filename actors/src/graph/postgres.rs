@@ -5,12 +5,11 @@ use std::time::Duration;
 
 use anyhow::Context;
 use async_trait::async_trait;
-use sqlx::{postgres::PgPoolOptions, PgPool, Postgres, Row, Transaction};
+use sqlx::{PgPool, Postgres, Row, Transaction, postgres::PgPoolOptions};
 use uuid::Uuid;
 
 use super::{
-    last_wins, search_names, within, Adjacent, Entity, Expand, GraphError, GraphStats, GraphStore,
-    GraphWrite, Timeouts,
+    Adjacent, Entity, Expand, GraphError, GraphStats, GraphStore, GraphWrite, Timeouts, last_wins, search_names, within,
 };
 
 /// Rows per multi-row statement when writing.
@@ -38,7 +37,8 @@ SELECT node, neighbor, relation, weight, outgoing FROM (
 WHERE rank <= $6
 ORDER BY node, rank";
 
-const ENTITY_COLUMNS: &str = "id, entity_type, name, aliases::text AS aliases, popularity, attributes::text AS attributes";
+const ENTITY_COLUMNS: &str =
+    "id, entity_type, name, aliases::text AS aliases, popularity, attributes::text AS attributes";
 
 impl PgGraph {
     /// Connects, creates the `pg_trgm` extension and the schema (sqlx migrations) if needed.
@@ -49,7 +49,10 @@ impl PgGraph {
             .connect(url)
             .await
             .with_context(|| format!("cannot connect to the graph database at {}", redact(url)))?;
-        sqlx::migrate!("migrations/postgres").run(&pool).await.context("cannot migrate the graph schema in Postgres")?;
+        sqlx::migrate!("migrations/postgres")
+            .run(&pool)
+            .await
+            .context("cannot migrate the graph schema in Postgres")?;
         Ok(PgGraph { pool, timeouts })
     }
 
@@ -217,9 +220,11 @@ impl GraphStore for PgGraph {
             let ids: Vec<Uuid> = chunk.iter().map(|e| e.id).collect();
             let types: Vec<&str> = chunk.iter().map(|e| e.entity_type.as_str()).collect();
             let names: Vec<&str> = chunk.iter().map(|e| e.name.as_str()).collect();
-            let aliases: Vec<String> = chunk.iter().map(|e| serde_json::to_string(&e.aliases).unwrap_or_default()).collect();
+            let aliases: Vec<String> =
+                chunk.iter().map(|e| serde_json::to_string(&e.aliases).unwrap_or_default()).collect();
             let popularity: Vec<f64> = chunk.iter().map(|e| e.popularity).collect();
-            let attributes: Vec<String> = chunk.iter().map(|e| serde_json::to_string(&e.attributes).unwrap_or_default()).collect();
+            let attributes: Vec<String> =
+                chunk.iter().map(|e| serde_json::to_string(&e.attributes).unwrap_or_default()).collect();
             let hashes: Vec<String> = chunk.iter().map(Entity::content_hash).collect();
             sqlx::query(
                 "INSERT INTO entities (id, entity_type, name, aliases, popularity, attributes, content_hash)
@@ -263,7 +268,8 @@ impl GraphStore for PgGraph {
             let srcs: Vec<Uuid> = chunk.iter().map(|e| e.src).collect();
             let dsts: Vec<Uuid> = chunk.iter().map(|e| e.dst).collect();
             let relations: Vec<&str> = chunk.iter().map(|e| e.relation.as_str()).collect();
-            let attributes: Vec<String> = chunk.iter().map(|e| serde_json::to_string(&e.attributes).unwrap_or_default()).collect();
+            let attributes: Vec<String> =
+                chunk.iter().map(|e| serde_json::to_string(&e.attributes).unwrap_or_default()).collect();
             let weights: Vec<f64> = chunk.iter().map(|e| e.weight).collect();
             sqlx::query(
                 "INSERT INTO edges (src, dst, relation, attributes, weight)
@@ -290,10 +296,15 @@ impl GraphStore for PgGraph {
 
     async fn stats(&self) -> Result<GraphStats, GraphError> {
         let mut stats = GraphStats::default();
-        for r in sqlx::query("SELECT entity_type, count(*) AS n FROM entities GROUP BY entity_type").fetch_all(&self.pool).await? {
+        for r in sqlx::query("SELECT entity_type, count(*) AS n FROM entities GROUP BY entity_type")
+            .fetch_all(&self.pool)
+            .await?
+        {
             stats.entities_by_type.insert(r.try_get("entity_type")?, r.try_get::<i64, _>("n")? as u64);
         }
-        for r in sqlx::query("SELECT relation, count(*) AS n FROM edges GROUP BY relation").fetch_all(&self.pool).await? {
+        for r in
+            sqlx::query("SELECT relation, count(*) AS n FROM edges GROUP BY relation").fetch_all(&self.pool).await?
+        {
             stats.edges_by_relation.insert(r.try_get("relation")?, r.try_get::<i64, _>("n")? as u64);
         }
         Ok(stats)

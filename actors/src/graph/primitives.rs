@@ -32,7 +32,12 @@ pub struct Traversal {
 
 impl Traversal {
     fn step(&self, fanout: u32) -> Expand {
-        Expand { relations: self.relations.clone(), direction: self.direction, node_types: self.node_types.clone(), fanout }
+        Expand {
+            relations: self.relations.clone(),
+            direction: self.direction,
+            node_types: self.node_types.clone(),
+            fanout,
+        }
     }
 }
 
@@ -61,7 +66,12 @@ pub struct Reached {
 }
 
 /// The one-hop neighbourhood of `start`, at most `max_results` of it, best weighted first.
-pub async fn neighbors(store: &dyn GraphStore, start: Uuid, traversal: &Traversal, bounds: Bounds) -> Result<Vec<Reached>, GraphError> {
+pub async fn neighbors(
+    store: &dyn GraphStore,
+    start: Uuid,
+    traversal: &Traversal,
+    bounds: Bounds,
+) -> Result<Vec<Reached>, GraphError> {
     let adjacent = store.expand(&[start], &traversal.step(bounds.max_results)).await?;
     let mut seen = BTreeSet::new();
     Ok(adjacent
@@ -73,12 +83,22 @@ pub async fn neighbors(store: &dyn GraphStore, start: Uuid, traversal: &Traversa
 }
 
 fn reached(a: &Adjacent, depth: u32) -> Reached {
-    Reached { node: a.neighbor, depth, via: Some((a.node, Hop { relation: a.relation.clone(), forward: a.outgoing })), weight: a.weight }
+    Reached {
+        node: a.neighbor,
+        depth,
+        via: Some((a.node, Hop { relation: a.relation.clone(), forward: a.outgoing })),
+        weight: a.weight,
+    }
 }
 
 /// Breadth-first expansion from `start` up to `max_hops`, `max_fanout_per_hop` neighbours per node per hop,
 /// stopping once `max_results` nodes are reached.
-pub async fn k_hop(store: &dyn GraphStore, start: Uuid, traversal: &Traversal, bounds: Bounds) -> Result<Vec<Reached>, GraphError> {
+pub async fn k_hop(
+    store: &dyn GraphStore,
+    start: Uuid,
+    traversal: &Traversal,
+    bounds: Bounds,
+) -> Result<Vec<Reached>, GraphError> {
     let step = traversal.step(bounds.max_fanout_per_hop);
     let mut visited: BTreeSet<Uuid> = BTreeSet::from([start]);
     let mut out: Vec<Reached> = Vec::new();
@@ -214,7 +234,8 @@ pub async fn compare(
     let shared: Vec<Uuid> = of_a.keys().filter(|n| of_b.contains_key(n)).copied().collect();
     let only_a: Vec<Uuid> = of_a.keys().filter(|n| !of_b.contains_key(n)).copied().collect();
     let only_b: Vec<Uuid> = of_b.keys().filter(|n| !of_a.contains_key(n)).copied().collect();
-    let directly: Vec<String> = adjacent.iter().filter(|x| x.node == start && x.neighbor == end).map(|x| x.relation.clone()).collect();
+    let directly: Vec<String> =
+        adjacent.iter().filter(|x| x.node == start && x.neighbor == end).map(|x| x.relation.clone()).collect();
     Ok(Some(Comparison { a: a.clone(), b: b.clone(), shared, only_a, only_b, direct_relations: directly }))
 }
 
@@ -233,7 +254,8 @@ impl Comparison {
     /// The attribute diff, as `GraphResult.meta` carries it.
     pub fn attribute_diff(&self) -> JsonMap {
         let keys: BTreeSet<&String> = self.a.attributes.keys().chain(self.b.attributes.keys()).collect();
-        let (mut same, mut different, mut only_a, mut only_b) = (JsonMap::new(), JsonMap::new(), JsonMap::new(), JsonMap::new());
+        let (mut same, mut different, mut only_a, mut only_b) =
+            (JsonMap::new(), JsonMap::new(), JsonMap::new(), JsonMap::new());
         for key in keys {
             match (self.a.attributes.get(key), self.b.attributes.get(key)) {
                 (Some(x), Some(y)) if x == y => {

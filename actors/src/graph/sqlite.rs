@@ -7,14 +7,14 @@ use std::{path::Path, str::FromStr, time::Duration};
 use anyhow::Context;
 use async_trait::async_trait;
 use sqlx::{
-    sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteRow, SqliteSynchronous},
     Row, SqlitePool,
+    sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteRow, SqliteSynchronous},
 };
 use uuid::Uuid;
 
 use super::{
-    last_wins, postgres::entity_from, search_names, within, Adjacent, Entity, Expand, GraphError, GraphStats,
-    GraphStore, GraphWrite, Timeouts,
+    Adjacent, Entity, Expand, GraphError, GraphStats, GraphStore, GraphWrite, Timeouts, last_wins,
+    postgres::entity_from, search_names, within,
 };
 
 pub struct SqliteGraph {
@@ -77,7 +77,9 @@ impl SqliteGraph {
             // Writers queue behind one another (WAL allows one at a time); a large write on a starved machine
             // (the demo graph's first load next to other work) can hold the lock for seconds.
             .busy_timeout(Duration::from_secs(30));
-        Self::with_options(options, 4, timeouts).await.with_context(|| format!("cannot open the graph at {}", path.display()))
+        Self::with_options(options, 4, timeouts)
+            .await
+            .with_context(|| format!("cannot open the graph at {}", path.display()))
     }
 
     /// A private in-memory graph (tests, `--ephemeral` runs).
@@ -87,8 +89,18 @@ impl SqliteGraph {
         Self::with_options(options, 1, timeouts).await
     }
 
-    async fn with_options(options: SqliteConnectOptions, connections: u32, timeouts: Timeouts) -> anyhow::Result<SqliteGraph> {
-        let pool = SqlitePoolOptions::new().max_connections(connections).min_connections(1).idle_timeout(None).max_lifetime(None).connect_with(options).await?;
+    async fn with_options(
+        options: SqliteConnectOptions,
+        connections: u32,
+        timeouts: Timeouts,
+    ) -> anyhow::Result<SqliteGraph> {
+        let pool = SqlitePoolOptions::new()
+            .max_connections(connections)
+            .min_connections(1)
+            .idle_timeout(None)
+            .max_lifetime(None)
+            .connect_with(options)
+            .await?;
         sqlx::migrate!("migrations/sqlite").run(&pool).await.context("cannot migrate the graph schema in SQLite")?;
         Ok(SqliteGraph { pool, timeouts })
     }
@@ -177,10 +189,11 @@ impl GraphStore for SqliteGraph {
     async fn content_hashes(&self, ids: &[Uuid]) -> Result<Vec<(Uuid, String)>, GraphError> {
         let mut out = Vec::with_capacity(ids.len());
         for chunk in ids.chunks(5_000) {
-            let rows = sqlx::query("SELECT id, content_hash FROM entities WHERE id IN (SELECT value FROM json_each(?1))")
-                .bind(ids_json(chunk))
-                .fetch_all(&self.pool)
-                .await?;
+            let rows =
+                sqlx::query("SELECT id, content_hash FROM entities WHERE id IN (SELECT value FROM json_each(?1))")
+                    .bind(ids_json(chunk))
+                    .fetch_all(&self.pool)
+                    .await?;
             for r in rows {
                 out.push((uuid_of(&r, "id")?, r.try_get("content_hash")?));
             }
@@ -213,11 +226,19 @@ impl GraphStore for SqliteGraph {
             .await?;
             sqlx::query("DELETE FROM entity_names WHERE entity_id = ?1").bind(&id).execute(&mut *tx).await?;
             for name in search_names(&e) {
-                sqlx::query("INSERT INTO entity_names (entity_id, name) VALUES (?1, ?2)").bind(&id).bind(name).execute(&mut *tx).await?;
+                sqlx::query("INSERT INTO entity_names (entity_id, name) VALUES (?1, ?2)")
+                    .bind(&id)
+                    .bind(name)
+                    .execute(&mut *tx)
+                    .await?;
             }
         }
         for (src, relation) in &write.replace_edges_from {
-            sqlx::query("DELETE FROM edges WHERE src = ?1 AND relation = ?2").bind(src.to_string()).bind(relation).execute(&mut *tx).await?;
+            sqlx::query("DELETE FROM edges WHERE src = ?1 AND relation = ?2")
+                .bind(src.to_string())
+                .bind(relation)
+                .execute(&mut *tx)
+                .await?;
         }
         for e in last_wins(&write.edges, |e| (e.src, e.relation.clone(), e.dst)) {
             sqlx::query(
@@ -242,10 +263,15 @@ impl GraphStore for SqliteGraph {
 
     async fn stats(&self) -> Result<GraphStats, GraphError> {
         let mut stats = GraphStats::default();
-        for r in sqlx::query("SELECT entity_type, count(*) AS n FROM entities GROUP BY entity_type").fetch_all(&self.pool).await? {
+        for r in sqlx::query("SELECT entity_type, count(*) AS n FROM entities GROUP BY entity_type")
+            .fetch_all(&self.pool)
+            .await?
+        {
             stats.entities_by_type.insert(r.try_get("entity_type")?, r.try_get::<i64, _>("n")? as u64);
         }
-        for r in sqlx::query("SELECT relation, count(*) AS n FROM edges GROUP BY relation").fetch_all(&self.pool).await? {
+        for r in
+            sqlx::query("SELECT relation, count(*) AS n FROM edges GROUP BY relation").fetch_all(&self.pool).await?
+        {
             stats.edges_by_relation.insert(r.try_get("relation")?, r.try_get::<i64, _>("n")? as u64);
         }
         Ok(stats)

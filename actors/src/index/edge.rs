@@ -6,19 +6,19 @@ use std::{path::Path, sync::Arc};
 use anyhow::Context;
 use async_trait::async_trait;
 use qdrant_edge::{
-    external::ordered_float::OrderedFloat,
     Condition as EdgeCondition, CountRequest, CreateIndex, Distance, EdgeConfig, EdgeShard, EdgeSparseVectorParams,
     EdgeVectorParams, FieldCondition, FieldIndexOperations, Filter, Fusion, Match, Modifier, NamedQuery,
     PayloadFieldSchema, PayloadSchemaType, PointId, PointInsertOperations, PointOperations, PointStruct,
     PointStructPersisted, Prefetch, QueryEnum, QueryRequest, Range, ScoringQuery, ScrollRequest, UpdateOperation,
     Vector, VectorInternal, VectorStructInternal, Vectors, WithPayloadInterface, WithVector,
+    external::ordered_float::OrderedFloat,
 };
 use sleuth_messages::Hit;
 use tokio::sync::Mutex;
 
 use super::{
-    doc_ids_of, doc_state_from_payload, document_order, hit_from_payload, point_uuid, Candidate, Condition, DocState, FieldType,
-    Lane, PayloadFilter, Point, SearchPlan, VectorIndex, DENSE, SPARSE,
+    Candidate, Condition, DENSE, DocState, FieldType, Lane, PayloadFilter, Point, SPARSE, SearchPlan, VectorIndex,
+    doc_ids_of, doc_state_from_payload, document_order, hit_from_payload, point_uuid,
 };
 
 pub struct EdgeIndex {
@@ -51,7 +51,12 @@ pub fn to_edge_filter(filter: &PayloadFilter) -> anyhow::Result<Option<Filter>> 
             Condition::Bool(b) => FieldCondition::new_match(k, Match::from(*b)),
             Condition::Range { gt, gte, lt, lte } => FieldCondition::new_range(
                 k,
-                Range { gt: gt.map(OrderedFloat), gte: gte.map(OrderedFloat), lt: lt.map(OrderedFloat), lte: lte.map(OrderedFloat) },
+                Range {
+                    gt: gt.map(OrderedFloat),
+                    gte: gte.map(OrderedFloat),
+                    lt: lt.map(OrderedFloat),
+                    lte: lte.map(OrderedFloat),
+                },
             ),
         };
         conditions.push(EdgeCondition::Field(field));
@@ -72,7 +77,8 @@ fn nearest(lane: &Lane) -> ScoringQuery {
 /// The qdrant-edge form of a [`SearchPlan`].
 pub fn to_edge_request(plan: &SearchPlan) -> anyhow::Result<QueryRequest> {
     let filter = to_edge_filter(&plan.filter)?;
-    let with_vector = if plan.with_dense { WithVector::Selector(vec![DENSE.to_string()]) } else { WithVector::Bool(false) };
+    let with_vector =
+        if plan.with_dense { WithVector::Selector(vec![DENSE.to_string()]) } else { WithVector::Bool(false) };
     let (prefetches, query, score_threshold) = if plan.fused() {
         let prefetches = plan
             .lanes
@@ -159,14 +165,21 @@ impl EdgeIndex {
         Ok(EdgeIndex { shard: Some(Arc::new(shard)), dim, writes: Mutex::new(()) })
     }
 
-    async fn blocking<T: Send + 'static>(&self, f: impl FnOnce(&EdgeShard) -> anyhow::Result<T> + Send + 'static) -> anyhow::Result<T> {
+    async fn blocking<T: Send + 'static>(
+        &self,
+        f: impl FnOnce(&EdgeShard) -> anyhow::Result<T> + Send + 'static,
+    ) -> anyhow::Result<T> {
         let shard = self.shard.clone().context("index is closed")?;
         tokio::task::spawn_blocking(move || f(&shard)).await.context("index task failed")?
     }
 
     fn doc_state_sync(shard: &EdgeShard, doc_id: &str) -> anyhow::Result<Option<DocState>> {
         let records = shard
-            .retrieve(&[point_id(&format!("{doc_id}#0"))], Some(WithPayloadInterface::Bool(true)), Some(WithVector::Bool(false)))
+            .retrieve(
+                &[point_id(&format!("{doc_id}#0"))],
+                Some(WithPayloadInterface::Bool(true)),
+                Some(WithVector::Bool(false)),
+            )
             .map_err(|e| anyhow::anyhow!("retrieve failed: {e}"))?;
         Ok(records.into_iter().next().and_then(|r| doc_state_from_payload(&r.payload?.0)))
     }
@@ -237,7 +250,9 @@ impl VectorIndex for EdgeIndex {
                 })
                 .collect::<anyhow::Result<_>>()?;
             shard
-                .update(UpdateOperation::PointOperation(PointOperations::UpsertPoints(PointInsertOperations::PointsList(points))))
+                .update(UpdateOperation::PointOperation(PointOperations::UpsertPoints(
+                    PointInsertOperations::PointsList(points),
+                )))
                 .map_err(|e| anyhow::anyhow!("upsert failed: {e}"))
         })
         .await
@@ -269,8 +284,10 @@ impl VectorIndex for EdgeIndex {
     }
 
     async fn count(&self) -> anyhow::Result<usize> {
-        self.blocking(|shard| shard.count(CountRequest { filter: None, exact: true }).map_err(|e| anyhow::anyhow!("count failed: {e}")))
-            .await
+        self.blocking(|shard| {
+            shard.count(CountRequest { filter: None, exact: true }).map_err(|e| anyhow::anyhow!("count failed: {e}"))
+        })
+        .await
     }
 
     fn dense_dim(&self) -> usize {

@@ -26,7 +26,12 @@ pub enum Condition {
     Integer(Vec<i64>),
     Bool(bool),
     /// Inclusive or exclusive bounds, for integer and float fields.
-    Range { gt: Option<f64>, gte: Option<f64>, lt: Option<f64>, lte: Option<f64> },
+    Range {
+        gt: Option<f64>,
+        gte: Option<f64>,
+        lt: Option<f64>,
+        lte: Option<f64>,
+    },
 }
 
 /// A conjunction of conditions, keyed by payload path (`doc_id`, `title`, `metadata.year`, …).
@@ -95,16 +100,16 @@ fn condition(key: &str, ty: FieldType, value: &Value) -> Result<Condition, Strin
         },
         FieldType::Integer | FieldType::Float => {
             let integer = ty == FieldType::Integer;
-            let number = |v: &Value| -> Option<f64> {
-                if integer { v.as_i64().map(|i| i as f64) } else { v.as_f64() }
-            };
+            let number = |v: &Value| -> Option<f64> { if integer { v.as_i64().map(|i| i as f64) } else { v.as_f64() } };
             let expected = if integer {
                 "an integer, an array of integers or a range {gt, gte, lt, lte}"
             } else {
                 "a number or a range {gt, gte, lt, lte}"
             };
             match value {
-                Value::Number(_) if integer => value.as_i64().map(|i| Condition::Integer(vec![i])).ok_or(()).or_else(|_| wrong(expected)),
+                Value::Number(_) if integer => {
+                    value.as_i64().map(|i| Condition::Integer(vec![i])).ok_or(()).or_else(|_| wrong(expected))
+                }
                 Value::Number(n) => {
                     let x = n.as_f64().unwrap_or(f64::NAN);
                     Ok(Condition::Range { gt: None, gte: Some(x), lt: None, lte: Some(x) })
@@ -118,13 +123,22 @@ fn condition(key: &str, ty: FieldType, value: &Value) -> Result<Condition, Strin
                 Value::Object(bounds) if !bounds.is_empty() => {
                     let (mut gt, mut gte, mut lt, mut lte) = (None, None, None, None);
                     for (bound, v) in bounds {
-                        let x = number(v).ok_or_else(|| format!("filter '{key}': bound '{bound}' must be {}", if integer { "an integer" } else { "a number" }))?;
+                        let x = number(v).ok_or_else(|| {
+                            format!(
+                                "filter '{key}': bound '{bound}' must be {}",
+                                if integer { "an integer" } else { "a number" }
+                            )
+                        })?;
                         match bound.as_str() {
                             "gt" => gt = Some(x),
                             "gte" => gte = Some(x),
                             "lt" => lt = Some(x),
                             "lte" => lte = Some(x),
-                            other => return Err(format!("filter '{key}': unknown range bound '{other}', allowed: gt, gte, lt, lte")),
+                            other => {
+                                return Err(format!(
+                                    "filter '{key}': unknown range bound '{other}', allowed: gt, gte, lt, lte"
+                                ));
+                            }
                         }
                     }
                     Ok(Condition::Range { gt, gte, lt, lte })
@@ -180,8 +194,14 @@ mod tests {
             (json!({"lang": "en"}), ("metadata.lang", Condition::Keyword(vec!["en".into()]))),
             (json!({"year": 2001}), ("metadata.year", Condition::Integer(vec![2001]))),
             (json!({"year": [1, 2]}), ("metadata.year", Condition::Integer(vec![1, 2]))),
-            (json!({"year": {"gte": 1990, "lt": 2000}}), ("metadata.year", Condition::Range { gt: None, gte: Some(1990.0), lt: Some(2000.0), lte: None })),
-            (json!({"score": {"gt": 0.5}}), ("metadata.score", Condition::Range { gt: Some(0.5), gte: None, lt: None, lte: None })),
+            (
+                json!({"year": {"gte": 1990, "lt": 2000}}),
+                ("metadata.year", Condition::Range { gt: None, gte: Some(1990.0), lt: Some(2000.0), lte: None }),
+            ),
+            (
+                json!({"score": {"gt": 0.5}}),
+                ("metadata.score", Condition::Range { gt: Some(0.5), gte: None, lt: None, lte: None }),
+            ),
             (json!({"draft": false}), ("metadata.draft", Condition::Bool(false))),
         ];
         for (input, (path, cond)) in cases {

@@ -9,11 +9,11 @@ mod server;
 
 pub use edge::EdgeIndex;
 pub use filter::{Condition, FieldType, FilterSchema, PayloadFilter};
-pub use query::{Lane, SearchPlan, SparseVector, DENSE, SPARSE};
+pub use query::{DENSE, Lane, SPARSE, SearchPlan, SparseVector};
 pub use server::ServerIndex;
 
 use async_trait::async_trait;
-use serde_json::{json, Value};
+use serde_json::{Value, json};
 use sleuth_messages::{Hit, JsonMap};
 use uuid::Uuid;
 
@@ -106,7 +106,14 @@ pub fn hit_from_payload(map: &serde_json::Map<String, Value>, score: f32) -> Opt
         .and_then(Value::as_object)
         .map(|m| m.iter().map(|(k, v)| (k.clone(), v.clone())).collect())
         .unwrap_or_default();
-    Some(Hit { id: get("chunk_id")?, doc_id: get("doc_id")?, title: get("title")?, text: get("text")?, score, metadata })
+    Some(Hit {
+        id: get("chunk_id")?,
+        doc_id: get("doc_id")?,
+        title: get("title")?,
+        text: get("text")?,
+        score,
+        metadata,
+    })
 }
 
 /// Reads a [`DocState`] from the payload of a document's first chunk.

@@ -7,21 +7,20 @@ use std::time::Duration;
 use anyhow::Context;
 use async_trait::async_trait;
 use qdrant_client::{
-    qdrant::{
-        vector_output, Condition as GrpcCondition, CountPointsBuilder, CreateCollectionBuilder,
-        CreateFieldIndexCollectionBuilder, DeletePointsBuilder, DenseVector, Distance, FieldType as GrpcFieldType,
-        Filter, GetPointsBuilder, Modifier, NamedVectors, PointStruct, PrefetchQueryBuilder, Query, QueryPoints,
-        QueryPointsBuilder, Range, RrfBuilder, ScrollPointsBuilder, SparseVectorParamsBuilder,
-        SparseVectorsConfigBuilder, UpsertPointsBuilder, Vector, VectorInput, VectorParamsBuilder,
-        VectorsConfigBuilder, VectorsSelector,
-    },
     Payload, Qdrant,
+    qdrant::{
+        Condition as GrpcCondition, CountPointsBuilder, CreateCollectionBuilder, CreateFieldIndexCollectionBuilder,
+        DeletePointsBuilder, DenseVector, Distance, FieldType as GrpcFieldType, Filter, GetPointsBuilder, Modifier,
+        NamedVectors, PointStruct, PrefetchQueryBuilder, Query, QueryPoints, QueryPointsBuilder, Range, RrfBuilder,
+        ScrollPointsBuilder, SparseVectorParamsBuilder, SparseVectorsConfigBuilder, UpsertPointsBuilder, Vector,
+        VectorInput, VectorParamsBuilder, VectorsConfigBuilder, VectorsSelector, vector_output,
+    },
 };
 use sleuth_messages::Hit;
 
 use super::{
-    doc_ids_of, doc_state_from_payload, document_order, hit_from_payload, point_uuid, Candidate, Condition, DocState, FieldType,
-    Lane, PayloadFilter, Point, SearchPlan, VectorIndex, DENSE, SPARSE,
+    Candidate, Condition, DENSE, DocState, FieldType, Lane, PayloadFilter, Point, SPARSE, SearchPlan, VectorIndex,
+    doc_ids_of, doc_state_from_payload, document_order, hit_from_payload, point_uuid,
 };
 
 pub struct ServerIndex {
@@ -39,7 +38,9 @@ pub fn to_grpc_filter(filter: &PayloadFilter) -> Option<Filter> {
         Condition::Keyword(values) => GrpcCondition::matches(path.clone(), values.clone()),
         Condition::Integer(values) => GrpcCondition::matches(path.clone(), values.clone()),
         Condition::Bool(b) => GrpcCondition::matches(path.clone(), *b),
-        Condition::Range { gt, gte, lt, lte } => GrpcCondition::range(path.clone(), Range { gt: *gt, gte: *gte, lt: *lt, lte: *lte }),
+        Condition::Range { gt, gte, lt, lte } => {
+            GrpcCondition::range(path.clone(), Range { gt: *gt, gte: *gte, lt: *lt, lte: *lte })
+        }
     });
     Some(Filter::must(conditions))
 }
@@ -95,7 +96,9 @@ fn grpc_field_type(ty: FieldType) -> GrpcFieldType {
     }
 }
 
-fn json_map(payload: std::collections::HashMap<String, qdrant_client::qdrant::Value>) -> serde_json::Map<String, serde_json::Value> {
+fn json_map(
+    payload: std::collections::HashMap<String, qdrant_client::qdrant::Value>,
+) -> serde_json::Map<String, serde_json::Value> {
     Payload::from(payload).into()
 }
 
@@ -109,7 +112,8 @@ impl ServerIndex {
         dim: usize,
         indexed: &[(String, FieldType)],
     ) -> anyhow::Result<ServerIndex> {
-        let mut builder = Qdrant::from_url(url).timeout(Duration::from_secs(30)).connect_timeout(Duration::from_secs(5));
+        let mut builder =
+            Qdrant::from_url(url).timeout(Duration::from_secs(30)).connect_timeout(Duration::from_secs(5));
         if let Some(key) = api_key.filter(|k| !k.is_empty()) {
             builder = builder.api_key(key);
         }
@@ -124,13 +128,17 @@ impl ServerIndex {
             let mut sparse = SparseVectorsConfigBuilder::default();
             sparse.add_named_vector_params(SPARSE, SparseVectorParamsBuilder::default().modifier(Modifier::Idf));
             client
-                .create_collection(CreateCollectionBuilder::new(collection).vectors_config(vectors).sparse_vectors_config(sparse))
+                .create_collection(
+                    CreateCollectionBuilder::new(collection).vectors_config(vectors).sparse_vectors_config(sparse),
+                )
                 .await
                 .with_context(|| format!("cannot create collection {collection}"))?;
         }
         for (path, ty) in indexed {
             client
-                .create_field_index(CreateFieldIndexCollectionBuilder::new(collection, path, grpc_field_type(*ty)).wait(true))
+                .create_field_index(
+                    CreateFieldIndexCollectionBuilder::new(collection, path, grpc_field_type(*ty)).wait(true),
+                )
                 .await
                 .with_context(|| format!("cannot create the payload index on {path}"))?;
         }
@@ -150,7 +158,8 @@ impl VectorIndex for ServerIndex {
         if plan.lanes.is_empty() {
             return Ok(Vec::new());
         }
-        let response = self.client.query(to_grpc_query(plan, &self.collection)?).await.context("Qdrant query failed")?;
+        let response =
+            self.client.query(to_grpc_query(plan, &self.collection)?).await.context("Qdrant query failed")?;
         Ok(response
             .result
             .into_iter()
@@ -171,7 +180,8 @@ impl VectorIndex for ServerIndex {
             scroll = scroll.filter(f);
         }
         let response = self.client.scroll(scroll).await.context("Qdrant scroll failed")?;
-        let mut hits: Vec<Hit> = response.result.into_iter().filter_map(|r| hit_from_payload(&json_map(r.payload), 1.0)).collect();
+        let mut hits: Vec<Hit> =
+            response.result.into_iter().filter_map(|r| hit_from_payload(&json_map(r.payload), 1.0)).collect();
         document_order(&mut hits);
         Ok(hits)
     }
@@ -194,7 +204,8 @@ impl VectorIndex for ServerIndex {
         let points: Vec<PointStruct> = points
             .into_iter()
             .map(|p| {
-                let mut vectors = NamedVectors::default().add_vector(SPARSE, Vector::new_sparse(p.sparse.indices.clone(), p.sparse.values.clone()));
+                let mut vectors = NamedVectors::default()
+                    .add_vector(SPARSE, Vector::new_sparse(p.sparse.indices.clone(), p.sparse.values.clone()));
                 if let Some(dense) = &p.dense {
                     vectors = vectors.add_vector(DENSE, Vector::new_dense(dense.clone()));
                 }
@@ -202,7 +213,10 @@ impl VectorIndex for ServerIndex {
                 Ok(PointStruct::new(p.chunk.point_id().to_string(), vectors, payload))
             })
             .collect::<anyhow::Result<_>>()?;
-        self.client.upsert_points(UpsertPointsBuilder::new(&self.collection, points).wait(true)).await.context("Qdrant upsert failed")?;
+        self.client
+            .upsert_points(UpsertPointsBuilder::new(&self.collection, points).wait(true))
+            .await
+            .context("Qdrant upsert failed")?;
         Ok(())
     }
 
@@ -223,7 +237,11 @@ impl VectorIndex for ServerIndex {
     }
 
     async fn count(&self) -> anyhow::Result<usize> {
-        let response = self.client.count(CountPointsBuilder::new(&self.collection).exact(true)).await.context("Qdrant count failed")?;
+        let response = self
+            .client
+            .count(CountPointsBuilder::new(&self.collection).exact(true))
+            .await
+            .context("Qdrant count failed")?;
         Ok(response.result.map_or(0, |r| r.count as usize))
     }
 
@@ -234,13 +252,23 @@ impl VectorIndex for ServerIndex {
 
 #[cfg(test)]
 mod tests {
-    use qdrant_client::qdrant::{query::Variant, r#match::MatchValue, condition::ConditionOneOf, vector_input::Variant as Input};
+    use qdrant_client::qdrant::{
+        condition::ConditionOneOf, r#match::MatchValue, query::Variant, vector_input::Variant as Input,
+    };
 
     use super::*;
     use crate::index::SparseVector;
 
     fn plan(lanes: Vec<Lane>, filter: PayloadFilter) -> SearchPlan {
-        SearchPlan { lanes, filter, prefetch_limit: 40, rrf_k: 61, limit: 8, dense_threshold: Some(0.2), with_dense: true }
+        SearchPlan {
+            lanes,
+            filter,
+            prefetch_limit: 40,
+            rrf_k: 61,
+            limit: 8,
+            dense_threshold: Some(0.2),
+            with_dense: true,
+        }
     }
 
     fn sparse() -> Lane {
@@ -249,7 +277,8 @@ mod tests {
 
     #[test]
     fn hybrid_plans_become_two_prefetches_fused_by_rrf_with_k() {
-        let q = to_grpc_query(&plan(vec![Lane::Dense(vec![0.1, 0.2]), sparse()], PayloadFilter::default()), "docs").unwrap();
+        let q = to_grpc_query(&plan(vec![Lane::Dense(vec![0.1, 0.2]), sparse()], PayloadFilter::default()), "docs")
+            .unwrap();
         assert_eq!(q.collection_name, "docs");
         assert_eq!(q.limit, Some(8));
         assert_eq!(q.prefetch.len(), 2);
@@ -259,7 +288,9 @@ mod tests {
         assert_eq!(q.prefetch[1].using.as_deref(), Some(SPARSE));
         assert_eq!(q.prefetch[1].score_threshold, None, "BM25 is not thresholded");
         match q.prefetch[1].query.as_ref().and_then(|q| q.variant.clone()) {
-            Some(Variant::Nearest(v)) => assert!(matches!(v.variant, Some(Input::Sparse(s)) if s.indices == vec![3, 9])),
+            Some(Variant::Nearest(v)) => {
+                assert!(matches!(v.variant, Some(Input::Sparse(s)) if s.indices == vec![3, 9]))
+            }
             other => panic!("sparse prefetch is {other:?}"),
         }
         match q.query.and_then(|q| q.variant) {
@@ -297,7 +328,9 @@ mod tests {
             .must
             .iter()
             .map(|c| match &c.condition_one_of {
-                Some(ConditionOneOf::Field(field)) => (field.key.clone(), field.r#match.clone().and_then(|m| m.match_value), field.range),
+                Some(ConditionOneOf::Field(field)) => {
+                    (field.key.clone(), field.r#match.clone().and_then(|m| m.match_value), field.range)
+                }
                 other => panic!("{other:?}"),
             })
             .collect();

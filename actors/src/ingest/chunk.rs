@@ -57,7 +57,8 @@ pub fn windows(text: &str, tokenizer: Option<&Tokenizer>, max_tokens: usize, ove
     let mut out = Vec::new();
     let mut start = 0;
     loop {
-        let end = if start + max_tokens >= spans.len() { spans.len() } else { word_start(&spans, start + max_tokens, start) };
+        let end =
+            if start + max_tokens >= spans.len() { spans.len() } else { word_start(&spans, start + max_tokens, start) };
         out.push(text[spans[start].start..spans[end - 1].end].to_string());
         if end >= spans.len() {
             break;

@@ -4,7 +4,7 @@
 
 use std::collections::{HashMap, HashSet};
 
-use anyhow::{bail, Context};
+use anyhow::{Context, bail};
 use indicatif::{ProgressBar, ProgressStyle};
 use serde::Deserialize;
 use sleuth_messages::{EntityType, JsonMap};
@@ -65,7 +65,11 @@ pub struct GraphSummary {
 
 impl std::fmt::Display for GraphSummary {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{} entities ({} unchanged), {} edges; {} names indexed", self.entities, self.unchanged, self.edges, self.indexed)
+        write!(
+            f,
+            "{} entities ({} unchanged), {} edges; {} names indexed",
+            self.entities, self.unchanged, self.edges, self.indexed
+        )
     }
 }
 
@@ -152,7 +156,11 @@ pub fn demo_entities() -> anyhow::Result<Vec<Entity>> {
 }
 
 /// Loads the bundled demo graph into `store` and the entity collection of `retriever`.
-pub async fn ingest_demo(store: &dyn GraphStore, retriever: &Retriever, relations: &[String]) -> anyhow::Result<GraphSummary> {
+pub async fn ingest_demo(
+    store: &dyn GraphStore,
+    retriever: &Retriever,
+    relations: &[String],
+) -> anyhow::Result<GraphSummary> {
     let sources = Sources { entities: ("demo entities", DEMO_ENTITIES), edges: ("demo edges", DEMO_EDGES) };
     ingest_text(store, Some(retriever), sources, relations, false).await
 }
@@ -188,7 +196,10 @@ async fn ingest_text(
     progress: bool,
 ) -> anyhow::Result<GraphSummary> {
     let bar = if progress { ProgressBar::new_spinner() } else { ProgressBar::hidden() };
-    bar.set_style(ProgressStyle::with_template("{spinner} {msg} ({elapsed})").unwrap_or_else(|_| ProgressStyle::default_spinner()));
+    bar.set_style(
+        ProgressStyle::with_template("{spinner} {msg} ({elapsed})")
+            .unwrap_or_else(|_| ProgressStyle::default_spinner()),
+    );
     bar.enable_steady_tick(std::time::Duration::from_millis(120));
     bar.set_message("checking entities and edges");
     let Parsed { entities, edges, unresolved } =
@@ -201,7 +212,8 @@ async fn ingest_text(
             bail!("{at} names no entity in this file or in the graph (dangling edge)");
         }
     }
-    let before: HashMap<Uuid, String> = store.content_hashes(&entities.iter().map(|e| e.id).collect::<Vec<_>>()).await?.into_iter().collect();
+    let before: HashMap<Uuid, String> =
+        store.content_hashes(&entities.iter().map(|e| e.id).collect::<Vec<_>>()).await?.into_iter().collect();
     let unchanged = entities.iter().filter(|e| before.get(&e.id) == Some(&e.content_hash())).count();
     let mut summary = GraphSummary { entities: entities.len(), unchanged, edges: edges.len(), indexed: 0 };
     bar.set_message(format!("writing {} entities and {} edges", entities.len(), edges.len()));
@@ -209,7 +221,8 @@ async fn ingest_text(
     store.write(&write).await.context("cannot write the graph")?;
     if let Some(retriever) = retriever {
         bar.set_message(format!("indexing the names of {} entities", write.entities.len()));
-        summary.indexed = retriever.index_entities(&write.entities).await.context("cannot index the entities' names")?;
+        summary.indexed =
+            retriever.index_entities(&write.entities).await.context("cannot index the entities' names")?;
     }
     bar.finish_and_clear();
     Ok(summary)
@@ -225,7 +238,8 @@ mod tests {
 
     #[test]
     fn bad_lines_are_named() {
-        let ents = "{\"id\":\"a\",\"type\":\"anime\",\"name\":\"A\"}\n{\"id\":\"b\",\"type\":\"robot\",\"name\":\"B\"}\n";
+        let ents =
+            "{\"id\":\"a\",\"type\":\"anime\",\"name\":\"A\"}\n{\"id\":\"b\",\"type\":\"robot\",\"name\":\"B\"}\n";
         let err = parse("e.jsonl", ents, "r.jsonl", "", &relations()).unwrap_err().to_string();
         assert!(err.contains("e.jsonl:2") && err.contains("robot"), "{err}");
 

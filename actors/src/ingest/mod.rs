@@ -9,7 +9,7 @@ use std::{
     time::{Duration, Instant},
 };
 
-use anyhow::{bail, Context};
+use anyhow::{Context, bail};
 use indicatif::{ProgressBar, ProgressStyle};
 use sleuth_messages::JsonMap;
 use uuid::Uuid;
@@ -76,7 +76,8 @@ pub fn parse_jsonl(source: &str, text: &str) -> anyhow::Result<Vec<Document>> {
             continue;
         }
         let at = || format!("{source}:{}", i + 1);
-        let value: serde_json::Value = serde_json::from_str(line).with_context(|| format!("{}: not valid JSON", at()))?;
+        let value: serde_json::Value =
+            serde_json::from_str(line).with_context(|| format!("{}: not valid JSON", at()))?;
         let field = |k: &str| value.get(k).and_then(|v| v.as_str()).map(str::to_string);
         let id = match value.get("id") {
             Some(serde_json::Value::String(s)) => s.clone(),
@@ -110,7 +111,9 @@ fn read_file(path: &Path) -> anyhow::Result<Vec<Document>> {
                 .unwrap_or_else(|| stem.clone());
             Ok(vec![Document { id: path.display().to_string(), title, text, metadata: JsonMap::new() }])
         }
-        "txt" | "text" => Ok(vec![Document { id: path.display().to_string(), title: stem, text, metadata: JsonMap::new() }]),
+        "txt" | "text" => {
+            Ok(vec![Document { id: path.display().to_string(), title: stem, text, metadata: JsonMap::new() }])
+        }
         other => bail!("{}: unsupported file type '{other}', expected .jsonl, .md or .txt", path.display()),
     }
 }
@@ -126,7 +129,10 @@ pub fn read_paths(paths: &[PathBuf]) -> anyhow::Result<Vec<Document>> {
                     let p = entry?.path();
                     if p.is_dir() {
                         stack.push(p);
-                    } else if matches!(p.extension().and_then(|e| e.to_str()), Some("jsonl" | "ndjson" | "md" | "markdown" | "txt")) {
+                    } else if matches!(
+                        p.extension().and_then(|e| e.to_str()),
+                        Some("jsonl" | "ndjson" | "md" | "markdown" | "txt")
+                    ) {
                         files.push(p);
                     }
                 }
@@ -196,7 +202,12 @@ pub async fn ingest(retriever: &Retriever, docs: Vec<Document>, progress: bool) 
             }
             let doc_chunks = chunk(doc, tokenizer.as_ref(), max_tokens, overlap);
             let first = &doc_chunks[0];
-            match retriever.index.doc_state(&doc.id).await.with_context(|| format!("cannot read document {}", doc.id))? {
+            match retriever
+                .index
+                .doc_state(&doc.id)
+                .await
+                .with_context(|| format!("cannot read document {}", doc.id))?
+            {
                 Some(s) if s.doc_hash == first.doc_hash && s.of == first.of && s.embedder == embedder_id => {
                     summary.unchanged += 1;
                     continue;
@@ -243,7 +254,12 @@ mod tests {
 
     #[test]
     fn chunks_overlap_and_carry_the_title() {
-        let doc = Document { id: "d".into(), title: "T".into(), text: (0..50).map(|i| i.to_string()).collect::<Vec<_>>().join(" "), metadata: JsonMap::new() };
+        let doc = Document {
+            id: "d".into(),
+            title: "T".into(),
+            text: (0..50).map(|i| i.to_string()).collect::<Vec<_>>().join(" "),
+            metadata: JsonMap::new(),
+        };
         let chunks = chunk(&doc, None, 20, 5);
         assert_eq!(chunks.len(), 3);
         assert!(chunks.iter().all(|c| c.title == "T" && c.of == 3));

@@ -7,9 +7,8 @@ use std::{sync::Arc, time::Duration};
 use sleuth_messages::LoopState;
 
 use super::{
-    context,
+    Agent, ChatMessage, LlmClient, LlmError, Usage, context,
     structured::{self, Structured, StructuredSpec},
-    Agent, ChatMessage, LlmClient, LlmError, Usage,
 };
 use crate::{machine::budget_spent, telemetry};
 

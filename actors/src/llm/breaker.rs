@@ -78,7 +78,8 @@ impl Breaker {
         s.consecutive_failures += 1;
         let failed = s.recent.iter().filter(|f| **f).count();
         // The ratio only counts once the window holds enough calls to mean something.
-        let ratio_tripped = s.recent.len() >= self.window.min(4) && failed as f32 >= self.failure_ratio * s.recent.len() as f32;
+        let ratio_tripped =
+            s.recent.len() >= self.window.min(4) && failed as f32 >= self.failure_ratio * s.recent.len() as f32;
         if s.probing || s.consecutive_failures >= self.consecutive_limit || ratio_tripped {
             s.open_until = Some(Instant::now() + self.cooldown);
             s.probing = false;

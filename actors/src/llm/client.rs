@@ -5,14 +5,14 @@
 use std::time::Duration;
 
 use async_openai::{
+    Client,
     config::OpenAIConfig,
     error::OpenAIError,
     middleware::ReqwestService,
     types::chat::{CreateChatCompletionResponse, FinishReason},
-    Client,
 };
-use serde_json::{json, Value};
-use tracing::{field::Empty, Instrument};
+use serde_json::{Value, json};
+use tracing::{Instrument, field::Empty};
 
 use super::{Agent, Breaker, ChatMessage, LlmError, Usage};
 use crate::config::{AgentLlmConfig, LlmConfig, StructuredOutput};
@@ -91,7 +91,12 @@ impl LlmClient {
     }
 
     /// One completion: the primary provider with retries, then the fallback's. The breaker sees one outcome.
-    pub async fn chat(&self, agent: Agent, messages: &[ChatMessage], schema: Option<&SchemaSpec>) -> Result<ChatReply, LlmError> {
+    pub async fn chat(
+        &self,
+        agent: Agent,
+        messages: &[ChatMessage],
+        schema: Option<&SchemaSpec>,
+    ) -> Result<ChatReply, LlmError> {
         if !self.breaker.allow() {
             return Err(LlmError::CircuitOpen);
         }
@@ -173,7 +178,13 @@ impl LlmClient {
 
     /// The request body. `json_schema` servers get the schema as a response format; `json_object` servers get
     /// it alongside (llama-cpp-python reads it there), and the reply is validated either way.
-    fn body(&self, model: &str, overrides: &AgentLlmConfig, messages: &[ChatMessage], schema: Option<&SchemaSpec>) -> Value {
+    fn body(
+        &self,
+        model: &str,
+        overrides: &AgentLlmConfig,
+        messages: &[ChatMessage],
+        schema: Option<&SchemaSpec>,
+    ) -> Value {
         let mut body = json!({
             "model": model,
             "messages": messages,

@@ -7,7 +7,7 @@ use serde::de::DeserializeOwned;
 use serde_json::Value;
 use sleuth_messages::{NextStep, PlannerState, QueryRewrite, SufficiencyReport};
 
-use super::{client::SchemaSpec, Agent, ChatMessage, LlmClient, LlmError, Usage};
+use super::{Agent, ChatMessage, LlmClient, LlmError, Usage, client::SchemaSpec};
 
 /// A protocol type an agent may ask the LLM for.
 pub trait StructuredSpec: DeserializeOwned + JsonSchema {
@@ -99,7 +99,11 @@ pub fn extract_json(text: &str) -> &str {
 pub fn parse<T: StructuredSpec>(text: &str, extra: &(dyn Fn(&T) -> Result<(), String> + Sync)) -> Result<T, String> {
     let json = extract_json(text);
     let value: T = serde_json::from_str(json).map_err(|e| {
-        if serde_json::from_str::<Value>(json).is_err() { format!("the reply is not valid JSON ({e})") } else { format!("the reply does not follow the schema: {e}") }
+        if serde_json::from_str::<Value>(json).is_err() {
+            format!("the reply is not valid JSON ({e})")
+        } else {
+            format!("the reply does not follow the schema: {e}")
+        }
     })?;
     value.check()?;
     extra(&value)?;
@@ -126,7 +130,9 @@ pub async fn ask<T: StructuredSpec>(
         usage.add(reply.usage);
         let problem = match parse::<T>(&reply.content, extra) {
             Ok(value) => return Structured { result: Ok(value), usage, repairs },
-            Err(problem) if reply.truncated => format!("{problem}; the reply was cut off at the token limit, so keep it shorter"),
+            Err(problem) if reply.truncated => {
+                format!("{problem}; the reply was cut off at the token limit, so keep it shorter")
+            }
             Err(problem) => problem,
         };
         tracing::info!(agent = agent.as_str(), schema = T::NAME, %problem, "LLM reply rejected");

@@ -38,7 +38,8 @@ pub fn cap_reached(state: &LoopState, now_ms: u64) -> Option<TerminationReason> 
     }
     if state.counters.no_new_information_rounds >= state.caps.no_new_information_rounds {
         // Nothing new because nothing was ever found is "not found", not a plateau.
-        let reason = if state.cards.is_empty() { TerminationReason::NotFound } else { TerminationReason::NoNewInformation };
+        let reason =
+            if state.cards.is_empty() { TerminationReason::NotFound } else { TerminationReason::NoNewInformation };
         return Some(reason);
     }
     if budget_spent(state) {

@@ -12,12 +12,12 @@ mod outbound;
 mod tests;
 
 pub use caps::{budget_spent, cap_reached, caps_for};
-pub use outbound::{next_messages, reply_of, Outbound};
+pub use outbound::{Outbound, next_messages, reply_of};
 
 use sleuth_messages::{
-    ActionOutcome, ActionResult, AgentResponse, AskRequest, Card, Caps, ErrorResponse, LoopState, NextStep, Outcome,
-    Phase, PlannerState, QueryAnalysis, ReplyTo, Stage, SufficiencyReport, TerminationReason, TurnRecord, WorkItem,
-    SCHEMA_VERSION, Action, EntityType, RetrieverWeights, Route,
+    Action, ActionOutcome, ActionResult, AgentResponse, AskRequest, Caps, Card, EntityType, ErrorResponse, LoopState,
+    NextStep, Outcome, Phase, PlannerState, QueryAnalysis, ReplyTo, RetrieverWeights, Route, SCHEMA_VERSION, Stage,
+    SufficiencyReport, TerminationReason, TurnRecord, WorkItem,
 };
 use uuid::Uuid;
 
@@ -85,8 +85,7 @@ pub fn expects(state: &LoopState, item: &WorkItem) -> bool {
         (Phase::Planning, Stage::Planner) => true,
         (Phase::Acting { pending }, stage) => {
             let slot = item.envelope.step;
-            pending.contains(&slot)
-                && current_action(state, slot).and_then(executor_of) == Some(stage)
+            pending.contains(&slot) && current_action(state, slot).and_then(executor_of) == Some(stage)
         }
         (Phase::Grading, Stage::Grader) => true,
         (Phase::Synthesizing, Stage::Synthesizer) => true,
@@ -100,11 +99,7 @@ pub fn current_action(state: &LoopState, slot: u32) -> Option<&Action> {
 }
 
 /// The planner decided the current turn's step (and, on the first turn, the plan).
-pub fn apply_plan(
-    state: &LoopState,
-    step: NextStep,
-    plan: Option<PlannerState>,
-) -> Result<LoopState, TransitionError> {
+pub fn apply_plan(state: &LoopState, step: NextStep, plan: Option<PlannerState>) -> Result<LoopState, TransitionError> {
     if state.phase != Phase::Planning {
         return Err(TransitionError::WrongPhase { phase: state.phase.clone(), wanted: "apply a plan" });
     }
@@ -142,7 +137,10 @@ pub fn apply_outcome(
     let mut next = state.clone();
     let remaining: Vec<u32> = pending.iter().copied().filter(|s| *s != slot).collect();
     let Some(turn) = next.turns.last_mut() else {
-        return Err(TransitionError::WrongPhase { phase: state.phase.clone(), wanted: "record an outcome with no turn" });
+        return Err(TransitionError::WrongPhase {
+            phase: state.phase.clone(),
+            wanted: "record an outcome with no turn",
+        });
     };
     turn.outcomes.push(ActionOutcome { slot, result, new_cards: 0, elapsed_ms });
     turn.outcomes.sort_by_key(|o| o.slot);

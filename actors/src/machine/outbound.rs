@@ -1,8 +1,8 @@
 //! [`next_messages`]: what to publish, derived from the state alone.
 
 use sleuth_messages::{
-    AskReply, Envelope, Event, EventBody, EventKind, LoopState, Outcome, Phase, ReplyTo, Stage, TurnBrief, WorkItem,
-    SCHEMA_VERSION,
+    AskReply, Envelope, Event, EventBody, EventKind, LoopState, Outcome, Phase, ReplyTo, SCHEMA_VERSION, Stage,
+    TurnBrief, WorkItem,
 };
 
 use super::{current_action, executor_of};
@@ -34,9 +34,7 @@ pub fn next_messages(state: &LoopState) -> Vec<Outbound> {
     let event = |turn: u32, kind: EventKind, body: EventBody| {
         Outbound::Event(Event { request_id: state.request_id, turn, kind, body })
     };
-    let last_report = |turn: u32| {
-        state.turns.iter().find(|t| t.turn == turn).and_then(|t| t.report.clone())
-    };
+    let last_report = |turn: u32| state.turns.iter().find(|t| t.turn == turn).and_then(|t| t.report.clone());
 
     let mut out = Vec::new();
     match &state.phase {

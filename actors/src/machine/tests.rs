@@ -1,13 +1,16 @@
 //! Table-driven tests of the loop state machine: transitions, caps, idempotence checks and outbound messages.
 
 use sleuth_messages::{
-    Action, ActionResult, AskRequest, Envelope, EventKind, Hit, JsonMap, LoopState, NextStep, Phase,
-    RetrievalResult, SearchIntent, Stage, TerminationReason, WorkItem, SCHEMA_VERSION,
+    Action, ActionResult, AskRequest, Envelope, EventKind, Hit, JsonMap, LoopState, NextStep, Phase, RetrievalResult,
+    SCHEMA_VERSION, SearchIntent, Stage, TerminationReason, WorkItem,
 };
 use uuid::Uuid;
 
 use super::*;
-use crate::{config::LoopConfig, stages::{fixtures::report, intake}};
+use crate::{
+    config::LoopConfig,
+    stages::{fixtures::report, intake},
+};
 
 fn state() -> LoopState {
     let analysis = intake::analyze("Which anime is Luffy in?");
@@ -30,14 +33,33 @@ fn search(q: &str) -> Action {
 fn hits(ids: &[&str]) -> ActionResult {
     let raw_data: Vec<Hit> = ids
         .iter()
-        .map(|id| Hit { id: id.to_string(), doc_id: id.to_string(), title: id.to_string(), text: "t".into(), score: 1.0, metadata: JsonMap::new() })
+        .map(|id| Hit {
+            id: id.to_string(),
+            doc_id: id.to_string(),
+            title: id.to_string(),
+            text: "t".into(),
+            score: 1.0,
+            metadata: JsonMap::new(),
+        })
         .collect();
-    ActionResult::Retrieval(RetrievalResult { summary: String::new(), count: raw_data.len() as u32, raw_data, from_cache: false })
+    ActionResult::Retrieval(RetrievalResult {
+        summary: String::new(),
+        count: raw_data.len() as u32,
+        raw_data,
+        from_cache: false,
+    })
 }
 
 fn item(state: &LoopState, stage: Stage, step: u32) -> WorkItem {
     WorkItem {
-        envelope: Envelope { schema_version: SCHEMA_VERSION, request_id: state.request_id, turn: state.turn, step, deadline_ms: 0, attempt: 1 },
+        envelope: Envelope {
+            schema_version: SCHEMA_VERSION,
+            request_id: state.request_id,
+            turn: state.turn,
+            step,
+            deadline_ms: 0,
+            attempt: 1,
+        },
         stage,
     }
 }
@@ -63,10 +85,8 @@ fn a_sufficient_turn_goes_straight_to_synthesis() {
 #[test]
 fn caps_end_the_loop_with_their_reason() {
     // (turn results, now, expected phase after grading turn 1, reason)
-    let cases: Vec<(Vec<ActionResult>, u64, Option<TerminationReason>)> = vec![
-        (vec![hits(&["a"])], 2_000, None),
-        (vec![hits(&["a"])], 20_000, Some(TerminationReason::Deadline)),
-    ];
+    let cases: Vec<(Vec<ActionResult>, u64, Option<TerminationReason>)> =
+        vec![(vec![hits(&["a"])], 2_000, None), (vec![hits(&["a"])], 20_000, Some(TerminationReason::Deadline))];
     for (results, now, reason) in cases {
         let s = turn(&state(), &["q"], results, false, now);
         assert_eq!(s.stop_reason, reason);
@@ -108,7 +128,8 @@ fn rounds_without_new_cards_end_as_no_new_information() {
 
 #[test]
 fn parallel_actions_join_when_the_last_slot_is_recorded() {
-    let s = apply_plan(&state(), NextStep { rationale: String::new(), actions: vec![search("x"), search("y")] }, None).unwrap();
+    let s = apply_plan(&state(), NextStep { rationale: String::new(), actions: vec![search("x"), search("y")] }, None)
+        .unwrap();
     assert_eq!(s.phase, Phase::Acting { pending: vec![0, 1] });
     let work: Vec<_> = next_messages(&s).into_iter().filter(|o| matches!(o, Outbound::Work(_))).collect();
     assert_eq!(work.len(), 2, "two work messages fan out");
@@ -172,7 +193,10 @@ fn a_failure_ends_the_request_once() {
     let done = apply_failure(&s, err.clone(), 5).unwrap();
     assert_eq!(done.phase, Phase::Done);
     assert!(apply_failure(&done, err, 6).is_none(), "the first ending wins");
-    let finals = next_messages(&done).into_iter().filter(|o| matches!(o, Outbound::Event(e) if e.kind == EventKind::Final)).count();
+    let finals = next_messages(&done)
+        .into_iter()
+        .filter(|o| matches!(o, Outbound::Event(e) if e.kind == EventKind::Final))
+        .count();
     assert_eq!(finals, 1);
 }
 

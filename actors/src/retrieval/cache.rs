@@ -6,8 +6,8 @@
 use std::{
     num::NonZeroUsize,
     sync::{
-        atomic::{AtomicU64, Ordering},
         Arc, Mutex,
+        atomic::{AtomicU64, Ordering},
     },
     time::{Duration, Instant},
 };
@@ -130,7 +130,14 @@ mod tests {
     use sleuth_messages::{JsonMap, SearchIntent};
 
     fn hit(id: &str) -> Hit {
-        Hit { id: id.into(), doc_id: id.into(), title: id.into(), text: String::new(), score: 1.0, metadata: JsonMap::new() }
+        Hit {
+            id: id.into(),
+            doc_id: id.into(),
+            title: id.into(),
+            text: String::new(),
+            score: 1.0,
+            metadata: JsonMap::new(),
+        }
     }
 
     #[test]
@@ -139,7 +146,10 @@ mod tests {
         let key = cache.key(&SearchIntent::documents("r", "What is  Luffy's hat?"), 8, &[]).unwrap();
         assert_eq!(cache.key(&SearchIntent::documents("r", "what is luffy s hat"), 8, &[]).as_ref(), Some(&key));
         assert_ne!(cache.key(&SearchIntent::documents("r", "what is luffy s hat"), 4, &[]).as_ref(), Some(&key));
-        assert_ne!(cache.key(&SearchIntent::documents("r", "what is luffy s hat"), 8, &["hat".into()]).as_ref(), Some(&key));
+        assert_ne!(
+            cache.key(&SearchIntent::documents("r", "what is luffy s hat"), 8, &["hat".into()]).as_ref(),
+            Some(&key)
+        );
         let mut filtered = SearchIntent::documents("r", "What is Luffy's hat?");
         filtered.filters.insert("doc_id".into(), "luffy".into());
         assert_eq!(cache.key(&filtered, 8, &[]), None);

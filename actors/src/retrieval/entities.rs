@@ -5,7 +5,7 @@
 use std::collections::BTreeMap;
 
 use anyhow::Context;
-use serde_json::{json, Value};
+use serde_json::{Value, json};
 use sleuth_messages::{EntityType, Hit, JsonMap};
 
 use super::Retriever;

@@ -48,7 +48,8 @@ impl Retriever {
         let dim = embedder.as_ref().map_or(config.embedder.dim, |e| e.dim());
         let entity_schema = entities::schema();
         let index = open_index(config, "documents", &settings.collection, dim, schema.indexed_paths()).await?;
-        let entity_index = open_index(config, "entities", &settings.entity_collection, dim, entity_schema.indexed_paths()).await?;
+        let entity_index =
+            open_index(config, "entities", &settings.entity_collection, dim, entity_schema.indexed_paths()).await?;
         let reranker: Arc<dyn Reranker> = match settings.rerank {
             RerankKind::None => Arc::new(KeepFused),
             RerankKind::Features => Arc::new(FeatureReranker { weights: settings.rerank_weights }),
@@ -68,7 +69,8 @@ impl Retriever {
         };
         let demo = retriever.settings.demo_corpus && retriever.settings.backend == IndexBackend::Edge;
         // The demo graph goes first, so the demo corpus is linked to its entities' names.
-        let demo_graph = demo && config.graph.demo_graph && config.database.url.is_none() && retriever.demo_graph_stale().await?;
+        let demo_graph =
+            demo && config.graph.demo_graph && config.database.url.is_none() && retriever.demo_graph_stale().await?;
         if demo_graph {
             let store = match &retriever.graph {
                 Some(graph) => graph.clone(),
@@ -98,7 +100,8 @@ impl Retriever {
         if self.index.count().await? == 0 {
             return Ok(true);
         }
-        let first = ingest::parse_jsonl("demo corpus", ingest::DEMO_CORPUS)?.into_iter().next().context("empty demo corpus")?;
+        let first =
+            ingest::parse_jsonl("demo corpus", ingest::DEMO_CORPUS)?.into_iter().next().context("empty demo corpus")?;
         Ok(match self.index.doc_state(&first.id).await? {
             Some(state) => state.embedder != self.embedder_id(),
             None => false,
@@ -159,7 +162,13 @@ impl Retriever {
     }
 
     /// [`Retriever::search`] on another collection of the same embedder (the entity collection).
-    async fn search_in(&self, index: &dyn VectorIndex, query: &str, filter: &PayloadFilter, limit: usize) -> anyhow::Result<Vec<Hit>> {
+    async fn search_in(
+        &self,
+        index: &dyn VectorIndex,
+        query: &str,
+        filter: &PayloadFilter,
+        limit: usize,
+    ) -> anyhow::Result<Vec<Hit>> {
         let plan = self.plan(query, filter, self.settings.prefetch_limit.max(limit)).await?;
         let question_dense = plan.lanes.iter().find_map(|l| match l {
             Lane::Dense(v) => Some(v.clone()),
@@ -172,7 +181,13 @@ impl Retriever {
 
     /// Literal-constraint search (seed 003): BM25 only (no dense lane, so nothing paraphrased), over the query
     /// and its literals, with the chunks that contain every literal verbatim ranked first.
-    pub async fn search_exact(&self, query: &str, literals: &[String], filter: &PayloadFilter, limit: usize) -> anyhow::Result<Vec<Hit>> {
+    pub async fn search_exact(
+        &self,
+        query: &str,
+        literals: &[String],
+        filter: &PayloadFilter,
+        limit: usize,
+    ) -> anyhow::Result<Vec<Hit>> {
         let text = format!("{query} {}", literals.join(" "));
         let sparse = self.bm25.query(&text);
         if sparse.is_empty() {
@@ -196,7 +211,9 @@ impl Retriever {
     pub async fn points(&self, chunks: Vec<Chunk>) -> anyhow::Result<Vec<Point>> {
         let texts: Vec<String> = chunks.iter().map(Chunk::embedding_text).collect();
         let dense: Vec<Option<Vec<f32>>> = match &self.embedder {
-            Some(e) if !texts.is_empty() => e.embed(&texts).await.context("cannot embed chunks")?.into_iter().map(Some).collect(),
+            Some(e) if !texts.is_empty() => {
+                e.embed(&texts).await.context("cannot embed chunks")?.into_iter().map(Some).collect()
+            }
             _ => vec![None; texts.len()],
         };
         let embedder = self.embedder_id();
@@ -204,7 +221,12 @@ impl Retriever {
             .into_iter()
             .zip(texts)
             .zip(dense)
-            .map(|((chunk, text), dense)| Point { sparse: self.bm25.document(&text), chunk, dense, embedder: embedder.clone() })
+            .map(|((chunk, text), dense)| Point {
+                sparse: self.bm25.document(&text),
+                chunk,
+                dense,
+                embedder: embedder.clone(),
+            })
             .collect())
     }
 }

@@ -20,7 +20,12 @@ use crate::{embed::cosine, index::Candidate};
 pub trait Reranker: Send + Sync + 'static {
     fn name(&self) -> &'static str;
     /// Reorders `candidates` for the question, best first.
-    async fn rerank(&self, question: &str, question_dense: Option<&[f32]>, candidates: Vec<Candidate>) -> anyhow::Result<Vec<Candidate>>;
+    async fn rerank(
+        &self,
+        question: &str,
+        question_dense: Option<&[f32]>,
+        candidates: Vec<Candidate>,
+    ) -> anyhow::Result<Vec<Candidate>>;
 }
 
 /// Keeps the fused order: RRF alone.
@@ -112,13 +117,19 @@ impl Reranker for FeatureReranker {
         "features"
     }
 
-    async fn rerank(&self, question: &str, question_dense: Option<&[f32]>, candidates: Vec<Candidate>) -> anyhow::Result<Vec<Candidate>> {
+    async fn rerank(
+        &self,
+        question: &str,
+        question_dense: Option<&[f32]>,
+        candidates: Vec<Candidate>,
+    ) -> anyhow::Result<Vec<Candidate>> {
         let w = self.weights;
         let n = candidates.len().max(1) as f32;
         let question_norm = normalize(question);
         let phrases: Vec<String> = candidates.iter().map(|c| title_phrase(&c.hit.title)).collect();
         let named: Vec<bool> = phrases.iter().map(|p| names_title(question, &question_norm, p)).collect();
-        let mut named_phrases: Vec<&str> = phrases.iter().zip(&named).filter(|(_, n)| **n).map(|(p, _)| p.as_str()).collect();
+        let mut named_phrases: Vec<&str> =
+            phrases.iter().zip(&named).filter(|(_, n)| **n).map(|(p, _)| p.as_str()).collect();
         named_phrases.sort();
         named_phrases.dedup();
         let texts: Vec<String> = candidates.iter().map(|c| normalize(&c.hit.text)).collect();
@@ -140,7 +151,8 @@ impl Reranker for FeatureReranker {
                 let link = own.split_whitespace().any(|w| !STOPWORDS.contains(&w))
                     && named_texts.iter().any(|(p, t)| *p != own && t.contains(own));
                 let flag = |b: bool| f32::from(u8::from(b));
-                let score = w.fused * fused + w.dense * dense + w.title * title + w.bridge * flag(bridge) + w.link * flag(link);
+                let score =
+                    w.fused * fused + w.dense * dense + w.title * title + w.bridge * flag(bridge) + w.link * flag(link);
                 (score, c)
             })
             .collect();
@@ -163,7 +175,14 @@ mod tests {
 
     fn cand(title: &str, text: &str) -> Candidate {
         Candidate {
-            hit: Hit { id: format!("{title}#0"), doc_id: title.into(), title: title.into(), text: text.into(), score: 0.0, metadata: JsonMap::new() },
+            hit: Hit {
+                id: format!("{title}#0"),
+                doc_id: title.into(),
+                title: title.into(),
+                text: text.into(),
+                score: 0.0,
+                metadata: JsonMap::new(),
+            },
             dense: None,
         }
     }
@@ -183,7 +202,12 @@ mod tests {
             cand("Ermengarde of Tours", "Ermengarde was the wife of Lothair I and mother of Lothair II."),
             cand("Lothair II", "Lothair II was king of Lotharingia."),
         ];
-        let out = futures::executor::block_on(FeatureReranker { weights: FeatureWeights::default() }.rerank("When did Lothair Ii's mother die?", None, candidates)).unwrap();
+        let out = futures::executor::block_on(FeatureReranker { weights: FeatureWeights::default() }.rerank(
+            "When did Lothair Ii's mother die?",
+            None,
+            candidates,
+        ))
+        .unwrap();
         let titles: Vec<&str> = out.iter().map(|c| c.hit.title.as_str()).collect();
         assert_eq!(titles, ["Lothair II", "Ermengarde of Tours", "Mother", "Lothair I"]);
     }
@@ -195,7 +219,12 @@ mod tests {
             cand("Jonny Greenwood", "Jonny Greenwood is an English musician."),
             cand("Inherent Vice (film)", "Inherent Vice is a 2014 film with music by Jonny Greenwood."),
         ];
-        let out = futures::executor::block_on(FeatureReranker { weights: FeatureWeights::default() }.rerank("Where was the composer of Inherent Vice born?", None, candidates)).unwrap();
+        let out = futures::executor::block_on(FeatureReranker { weights: FeatureWeights::default() }.rerank(
+            "Where was the composer of Inherent Vice born?",
+            None,
+            candidates,
+        ))
+        .unwrap();
         let titles: Vec<&str> = out.iter().map(|c| c.hit.title.as_str()).collect();
         assert_eq!(titles, ["Inherent Vice (film)", "Jonny Greenwood", "Film score"]);
     }

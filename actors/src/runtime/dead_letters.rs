@@ -6,7 +6,7 @@ use std::sync::Arc;
 use futures::StreamExt;
 use sleuth_messages::{ErrorKind, ErrorResponse, Stage};
 
-use super::{handler::end_with_error, NodeContext};
+use super::{NodeContext, handler::end_with_error};
 
 /// Runs until the bus closes. Spawn it once per process.
 pub async fn watch(ctx: Arc<NodeContext>, stages: Vec<Stage>) -> anyhow::Result<()> {

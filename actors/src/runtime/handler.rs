@@ -12,7 +12,7 @@ use anyhow::Context;
 use sleuth_messages::{ErrorKind, ErrorResponse, LoopState};
 use tracing::Instrument;
 
-use super::{publish_all, NodeContext};
+use super::{NodeContext, publish_all};
 use crate::{bus::Delivery, machine, stages::StageLogic, store::StoreError, telemetry};
 
 /// What happened to one delivery.
@@ -29,7 +29,11 @@ pub enum Handled {
 }
 
 /// Handles one delivery end to end. Errors mean the delivery was handed back for redelivery.
-pub async fn process(ctx: &NodeContext, logic: &dyn StageLogic, delivery: Box<dyn Delivery>) -> anyhow::Result<Handled> {
+pub async fn process(
+    ctx: &NodeContext,
+    logic: &dyn StageLogic,
+    delivery: Box<dyn Delivery>,
+) -> anyhow::Result<Handled> {
     let item = delivery.item().clone();
     let span = tracing::info_span!(
         "stage",
@@ -49,19 +53,25 @@ pub async fn process(ctx: &NodeContext, logic: &dyn StageLogic, delivery: Box<dy
                 publish_all(ctx, &state).await.context("cannot publish next messages")?;
             }
             delivery.ack().await.context("cannot ack")?;
-            ctx.stats.incr(stage, match handled {
-                Handled::Applied => "applied",
-                Handled::Duplicate => "duplicates",
-                Handled::Orphan => "orphans",
-                Handled::DeadLettered => "dead_letters",
-            });
+            ctx.stats.incr(
+                stage,
+                match handled {
+                    Handled::Applied => "applied",
+                    Handled::Duplicate => "duplicates",
+                    Handled::Orphan => "orphans",
+                    Handled::DeadLettered => "dead_letters",
+                },
+            );
             span.in_scope(|| tracing::debug!(?handled, elapsed_ms = started.elapsed().as_millis() as u64, "handled"));
             Ok(handled)
         }
         Err(err) if delivery.attempt() >= ctx.bus.max_deliver() => {
             ctx.stats.incr(stage, "failures");
             span.in_scope(|| tracing::error!(error = format!("{err:#}"), "last delivery failed, ending the request"));
-            let error = ErrorResponse::new(ErrorKind::DeadLetter, format!("{stage} failed {} times: {err:#}", delivery.attempt()));
+            let error = ErrorResponse::new(
+                ErrorKind::DeadLetter,
+                format!("{stage} failed {} times: {err:#}", delivery.attempt()),
+            );
             end_with_error(ctx, item.envelope.request_id, error).await?;
             delivery.ack().await.context("cannot ack")?;
             Ok(Handled::DeadLettered)
@@ -76,7 +86,11 @@ pub async fn process(ctx: &NodeContext, logic: &dyn StageLogic, delivery: Box<dy
     }
 }
 
-async fn run(ctx: &NodeContext, logic: &dyn StageLogic, delivery: &dyn Delivery) -> anyhow::Result<(Handled, Option<LoopState>)> {
+async fn run(
+    ctx: &NodeContext,
+    logic: &dyn StageLogic,
+    delivery: &dyn Delivery,
+) -> anyhow::Result<(Handled, Option<LoopState>)> {
     let item = delivery.item();
     let id = item.envelope.request_id;
     loop {

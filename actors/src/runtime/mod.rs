@@ -4,13 +4,16 @@
 pub mod dead_letters;
 pub mod handler;
 pub mod supervisor;
-pub mod worker;
 #[cfg(test)]
 mod tests;
+pub mod worker;
 
 use std::{
     collections::BTreeMap,
-    sync::{atomic::{AtomicU64, Ordering}, Arc, Mutex},
+    sync::{
+        Arc, Mutex,
+        atomic::{AtomicU64, Ordering},
+    },
 };
 
 use sleuth_messages::{LoopState, Stage};
@@ -20,7 +23,7 @@ use crate::{
     config::Config,
     llm::LlmAgent,
     machine::{self, Outbound},
-    store::{bucket::MemoryBucket, Conversations, IndexGeneration, StateStore},
+    store::{Conversations, IndexGeneration, StateStore, bucket::MemoryBucket},
 };
 
 /// What every stage in a process shares: configuration, the bus, the state store and the counters.
@@ -41,7 +44,8 @@ impl NodeContext {
     /// A context whose conversations and index generation live in this process (the embedded mode, tests).
     pub fn in_memory(config: Arc<Config>, bus: Arc<dyn Bus>, store: Arc<dyn StateStore>) -> NodeContext {
         let ttl = std::time::Duration::from_secs(config.intake.conversation_ttl_s);
-        let conversations = Conversations::new(Arc::new(MemoryBucket::new(Some(ttl))), config.intake.conversation_turns);
+        let conversations =
+            Conversations::new(Arc::new(MemoryBucket::new(Some(ttl))), config.intake.conversation_turns);
         NodeContext {
             bus,
             store,

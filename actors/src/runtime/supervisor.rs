@@ -52,7 +52,8 @@ impl Actor for StageSupervisor {
                 state.args.worker.ctx.stats.incr(stage, "restarts");
                 tracing::error!(stage = %stage, error = %err, "worker failed, restarting it");
                 state.workers.retain(|w| w.get_id() != cell.get_id());
-                let (worker, _) = Actor::spawn_linked(None, Worker, state.args.worker.clone(), myself.get_cell()).await?;
+                let (worker, _) =
+                    Actor::spawn_linked(None, Worker, state.args.worker.clone(), myself.get_cell()).await?;
                 state.workers.push(worker);
             }
             SupervisionEvent::ActorTerminated(cell, _, _) => {

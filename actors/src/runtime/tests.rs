@@ -2,8 +2,8 @@
 //! redelivered, a duplicate delivery is acked without being re-applied, and exhausted retries end the request.
 
 use std::sync::{
-    atomic::{AtomicU32, Ordering},
     Arc,
+    atomic::{AtomicU32, Ordering},
 };
 
 use async_trait::async_trait;
@@ -12,17 +12,17 @@ use ractor::Actor;
 use sleuth_messages::{AskRequest, EventBody, LoopState, Outcome, Stage, WorkItem};
 
 use super::{
+    NodeContext,
     supervisor::{NodeSupervisor, StageArgs},
     worker::WorkerArgs,
-    NodeContext,
 };
 use crate::{
-    bus::{memory::MemoryBus, Bus},
+    bus::{Bus, memory::MemoryBus},
     config::Config,
-    retrieval::Retriever,
     ingest,
-    stages::{grader::Grader, intake, planner::Planner, retrieve::Retrieve, synthesizer::Synthesizer, StageLogic},
-    store::{memory::MemoryStore, StateStore},
+    retrieval::Retriever,
+    stages::{StageLogic, grader::Grader, intake, planner::Planner, retrieve::Retrieve, synthesizer::Synthesizer},
+    store::{StateStore, memory::MemoryStore},
 };
 
 /// Wraps a stage: panics on its first `panics` calls, then fails on the next `errors` calls, then delegates.
@@ -79,8 +79,12 @@ async fn harness(grader: Arc<dyn StageLogic>, max_deliver: i64) -> Harness {
         bus.clone() as Arc<dyn Bus>,
         Arc::new(MemoryStore::default()) as Arc<dyn StateStore>,
     ));
-    let logics: Vec<Arc<dyn StageLogic>> =
-        vec![Arc::new(Synthesizer), grader, Arc::new(Retrieve::new(retriever, 4, None, ctx.generation.clone())), Arc::new(Planner::default())];
+    let logics: Vec<Arc<dyn StageLogic>> = vec![
+        Arc::new(Synthesizer),
+        grader,
+        Arc::new(Retrieve::new(retriever, 4, None, ctx.generation.clone())),
+        Arc::new(Planner::default()),
+    ];
     let mut args = Vec::new();
     for logic in logics {
         let queue = ctx.bus.work_queue(logic.stage()).await.unwrap();
@@ -111,7 +115,8 @@ async fn ask(h: &Harness, query: &str) -> (uuid::Uuid, sleuth_messages::AskReply
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_panicking_worker_is_restarted_and_its_message_redelivered() {
-    let grader = Arc::new(Faulty { inner: Arc::new(Grader::default()), panics: 2, errors: 0, calls: AtomicU32::new(0) });
+    let grader =
+        Arc::new(Faulty { inner: Arc::new(Grader::default()), panics: 2, errors: 0, calls: AtomicU32::new(0) });
     let h = harness(grader.clone(), 5).await;
     let (_, reply) = ask(&h, "Which anime is Luffy in?").await;
     assert!(matches!(reply.outcome, Outcome::Answer(_)), "{:?}", reply.outcome);
@@ -151,7 +156,12 @@ async fn a_duplicate_delivery_is_acked_without_reapplying() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_stage_failing_every_delivery_ends_the_request_with_an_error() {
-    let grader = Arc::new(Faulty { inner: Arc::new(Grader::default()), panics: 0, errors: u32::MAX / 2, calls: AtomicU32::new(0) });
+    let grader = Arc::new(Faulty {
+        inner: Arc::new(Grader::default()),
+        panics: 0,
+        errors: u32::MAX / 2,
+        calls: AtomicU32::new(0),
+    });
     let h = harness(grader.clone(), 3).await;
     let (_, reply) = ask(&h, "Which anime is Luffy in?").await;
     let Outcome::Error(error) = reply.outcome else { panic!("expected an error outcome") };
@@ -161,9 +171,18 @@ async fn a_stage_failing_every_delivery_ends_the_request_with_an_error() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_worker_panicking_on_every_delivery_is_dead_lettered() {
-    let grader = Arc::new(Faulty { inner: Arc::new(Grader::default()), panics: u32::MAX / 2, errors: 0, calls: AtomicU32::new(0) });
+    let grader = Arc::new(Faulty {
+        inner: Arc::new(Grader::default()),
+        panics: u32::MAX / 2,
+        errors: 0,
+        calls: AtomicU32::new(0),
+    });
     let h = harness(grader.clone(), 2).await;
     let (_, reply) = ask(&h, "Which anime is Luffy in?").await;
-    assert!(matches!(reply.outcome, Outcome::Error(ref e) if e.kind == sleuth_messages::ErrorKind::DeadLetter), "{:?}", reply.outcome);
+    assert!(
+        matches!(reply.outcome, Outcome::Error(ref e) if e.kind == sleuth_messages::ErrorKind::DeadLetter),
+        "{:?}",
+        reply.outcome
+    );
     assert_eq!(h.ctx.stats.get(Stage::Grader, "dead_letters"), 1);
 }

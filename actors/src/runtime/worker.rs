@@ -6,7 +6,7 @@ use std::{sync::Arc, time::Duration};
 
 use ractor::{Actor, ActorProcessingErr, ActorRef};
 
-use super::{handler, NodeContext};
+use super::{NodeContext, handler};
 use crate::{bus::WorkQueue, stages::StageLogic};
 
 /// Everything a worker needs; cloned for each (re)started worker.
@@ -29,7 +29,11 @@ impl Actor for Worker {
     type State = WorkerArgs;
     type Arguments = WorkerArgs;
 
-    async fn pre_start(&self, _myself: ActorRef<WorkerMsg>, args: WorkerArgs) -> Result<WorkerArgs, ActorProcessingErr> {
+    async fn pre_start(
+        &self,
+        _myself: ActorRef<WorkerMsg>,
+        args: WorkerArgs,
+    ) -> Result<WorkerArgs, ActorProcessingErr> {
         Ok(args)
     }
 
@@ -38,7 +42,12 @@ impl Actor for Worker {
         Ok(())
     }
 
-    async fn handle(&self, myself: ActorRef<WorkerMsg>, msg: WorkerMsg, state: &mut WorkerArgs) -> Result<(), ActorProcessingErr> {
+    async fn handle(
+        &self,
+        myself: ActorRef<WorkerMsg>,
+        msg: WorkerMsg,
+        state: &mut WorkerArgs,
+    ) -> Result<(), ActorProcessingErr> {
         let WorkerMsg::Next = msg;
         match state.queue.next().await {
             Ok(Some(delivery)) => {

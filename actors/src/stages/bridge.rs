@@ -2,7 +2,10 @@
 //! question need next? "When did Lothair II's mother die?" retrieves Lothair II, whose card says "son of …
 //! Ermengarde of Tours"; Ermengarde of Tours is the bridge to follow.
 
-use sleuth_messages::{Action, ActionResult, EntityRef, EntityType, GraphIntent, GraphLimits, GraphQueryType, JsonMap, LoopState, SearchIntent};
+use sleuth_messages::{
+    Action, ActionResult, EntityRef, EntityType, GraphIntent, GraphLimits, GraphQueryType, JsonMap, LoopState,
+    SearchIntent,
+};
 
 use super::intake::is_relation_noun;
 use crate::text;
@@ -78,7 +81,10 @@ pub fn bridge_groups(state: &LoopState) -> Vec<BridgeGroup> {
         for sentence in text::sentences(&card.hit.text) {
             let words: Vec<&str> = sentence.split_whitespace().collect();
             let is_trigger = |w: &str| {
-                text::tokens(w).iter().map(|t| text::stem(t)).any(|t| stems.iter().any(|s| t == s || t.starts_with(s.as_str()) && s.len() >= 4))
+                text::tokens(w)
+                    .iter()
+                    .map(|t| text::stem(t))
+                    .any(|t| stems.iter().any(|s| t == s || t.starts_with(s.as_str()) && s.len() >= 4))
             };
             let Some(trigger) = words.iter().position(|w| is_trigger(w)) else { continue };
             // The related entity usually follows the word that names the relation: "son of X", "directed by X".
@@ -178,7 +184,11 @@ pub fn graph_anchors(state: &LoopState) -> Vec<Anchor> {
         let best = cards.iter().find(|c| exact(&c.hit.title)).or_else(|| {
             cards
                 .iter()
-                .filter(|c| text::mentions(&c.hit.title, entity) || text::mentions(entity, &c.hit.title) || overlap(&c.hit.title) >= 0.5)
+                .filter(|c| {
+                    text::mentions(&c.hit.title, entity)
+                        || text::mentions(entity, &c.hit.title)
+                        || overlap(&c.hit.title) >= 0.5
+                })
                 .max_by(|x, y| overlap(&x.hit.title).total_cmp(&overlap(&y.hit.title)))
         });
         if let Some(card) = best
@@ -238,7 +248,8 @@ pub fn graph_bridges(state: &LoopState) -> Vec<(Anchor, Vec<(String, String)>)> 
             };
             let anchor_id = &graph_intent.start.id;
             let Some(card) = state.cards.iter().find(|c| &c.hit.doc_id == anchor_id) else { continue };
-            let names: &[String] = groups.iter().find(|g| g.anchor == card.hit.title).map_or(&[], |g| g.names.as_slice());
+            let names: &[String] =
+                groups.iter().find(|g| g.anchor == card.hit.title).map_or(&[], |g| g.names.as_slice());
             let nodes = result.meta.get("nodes").and_then(|v| v.as_array()).cloned().unwrap_or_default();
             if nodes.iter().any(|n| n["id"].as_str().is_some_and(|id| fetched.iter().any(|f| f == id))) {
                 continue; // this anchor's bridges were already followed
@@ -253,7 +264,8 @@ pub fn graph_bridges(state: &LoopState) -> Vec<(Anchor, Vec<(String, String)>)> 
                     continue;
                 }
                 let surface = crate::graph::mentions::surface_forms(title).pop().unwrap_or_default();
-                let relation_rank = names.iter().position(|n| text::mentions(n, &surface) || text::mentions(&surface, n));
+                let relation_rank =
+                    names.iter().position(|n| text::mentions(n, &surface) || text::mentions(&surface, n));
                 let score = match relation_rank {
                     Some(rank) => 100.0 - rank as f64,
                     None => 1.0 / (1.0 + order as f64),
@@ -261,7 +273,8 @@ pub fn graph_bridges(state: &LoopState) -> Vec<(Anchor, Vec<(String, String)>)> 
                 scored.push((score, id.to_string(), title.to_string()));
             }
             scored.sort_by(|x, y| y.0.total_cmp(&x.0));
-            let best: Vec<(String, String)> = scored.into_iter().take(BRIDGES_PER_ANCHOR).map(|(_, id, t)| (id, t)).collect();
+            let best: Vec<(String, String)> =
+                scored.into_iter().take(BRIDGES_PER_ANCHOR).map(|(_, id, t)| (id, t)).collect();
             if !best.is_empty() {
                 out.push((Anchor { doc_id: anchor_id.clone(), title: card.hit.title.clone() }, best));
             }
@@ -273,10 +286,16 @@ pub fn graph_bridges(state: &LoopState) -> Vec<(Anchor, Vec<(String, String)>)> 
 /// The search that fetches an anchor's bridge documents, ranked against the question.
 pub fn fetch_action(state: &LoopState, anchor: &Anchor, bridges: &[(String, String)]) -> Action {
     let mut intent = SearchIntent::documents(
-        format!("follow {} from {}", bridges.iter().map(|(_, t)| t.as_str()).collect::<Vec<_>>().join(" / "), anchor.title),
+        format!(
+            "follow {} from {}",
+            bridges.iter().map(|(_, t)| t.as_str()).collect::<Vec<_>>().join(" / "),
+            anchor.title
+        ),
         state.analysis.rewritten.clone(),
     );
-    intent.filters.insert("doc_id".into(), bridges.iter().map(|(id, _)| serde_json::Value::from(id.as_str())).collect());
+    intent
+        .filters
+        .insert("doc_id".into(), bridges.iter().map(|(id, _)| serde_json::Value::from(id.as_str())).collect());
     intent.limit = Some(bridges.len() as u32 * 2);
     Action::QdrantSearch { search_intent: intent }
 }
@@ -296,7 +315,14 @@ mod tests {
             .map(|(i, (title, text))| Card {
                 n: i as u32 + 1,
                 turn: 1,
-                hit: Hit { id: title.to_string(), doc_id: title.to_string(), title: title.to_string(), text: text.to_string(), score: 10.0 - i as f32, metadata: JsonMap::new() },
+                hit: Hit {
+                    id: title.to_string(),
+                    doc_id: title.to_string(),
+                    title: title.to_string(),
+                    text: text.to_string(),
+                    score: 10.0 - i as f32,
+                    metadata: JsonMap::new(),
+                },
             })
             .collect();
         state
@@ -307,12 +333,18 @@ mod tests {
         let cases: &[(&str, (&str, &str), &str)] = &[
             (
                 "When did Lothair II's mother die?",
-                ("Lothair II", "Lothair II was king of Lotharingia. He was the son of Emperor Lothair I and Ermengarde of Tours."),
+                (
+                    "Lothair II",
+                    "Lothair II was king of Lotharingia. He was the son of Emperor Lothair I and Ermengarde of Tours.",
+                ),
                 "Ermengarde of Tours",
             ),
             (
                 "Where was the director of film The Private Life Of Cinema born?",
-                ("The Private Life of Cinema", "The Private Life of Cinema is a 2011 documentary by Quebec film director and producer Denys Desjardins."),
+                (
+                    "The Private Life of Cinema",
+                    "The Private Life of Cinema is a 2011 documentary by Quebec film director and producer Denys Desjardins.",
+                ),
                 "Denys Desjardins",
             ),
         ];

@@ -2,7 +2,7 @@
 //! statement cited by its card, then what the reached and resolved entities are. The structured chain goes in
 //! `evidence.paths`; `source_entities` are every node it went through, `result_entities` what was asked for.
 
-use serde_json::{json, Value};
+use serde_json::{Value, json};
 use sleuth_messages::{Action, ActionResult, Card, EntityRef, EntityType, GraphQueryType, LoopState};
 
 use super::resolve::{entity_question, resolved};
@@ -36,7 +36,11 @@ fn entity_of(card: &Card) -> EntityRef {
 
 /// The card of the entity collection about `entity`, if one was retrieved.
 fn entity_card<'a>(state: &'a LoopState, entity: &EntityRef) -> Option<&'a Card> {
-    state.cards.iter().find(|c| c.hit.doc_id == entity.id && !c.hit.metadata.contains_key("source") && entities::type_of(&c.hit) == entity.entity_type)
+    state.cards.iter().find(|c| {
+        c.hit.doc_id == entity.id
+            && !c.hit.metadata.contains_key("source")
+            && entities::type_of(&c.hit) == entity.entity_type
+    })
 }
 
 fn first_sentence(card: &Card) -> String {
@@ -50,7 +54,12 @@ pub fn entity_answer(state: &LoopState) -> Option<EntityAnswer<'_>> {
     if resolved.is_empty() {
         return None;
     }
-    let mut answer = EntityAnswer { sentences: Vec::new(), paths: Vec::new(), source_entities: resolved.clone(), result_entities: Vec::new() };
+    let mut answer = EntityAnswer {
+        sentences: Vec::new(),
+        paths: Vec::new(),
+        source_entities: resolved.clone(),
+        result_entities: Vec::new(),
+    };
     let from_graph = |c: &&Card| c.hit.metadata.get("source").and_then(Value::as_str) == Some("graph");
 
     // The chains between the resolved entities, or the fact that there is none within the cap.
@@ -59,16 +68,26 @@ pub fn entity_answer(state: &LoopState) -> Option<EntityAnswer<'_>> {
         for node in &nodes {
             push_unique(&mut answer.source_entities, node.clone());
         }
-        answer.paths.push(json!({"nodes": nodes, "rels": card.hit.metadata.get("rels"), "text": card.hit.text, "card": card.n}));
+        answer.paths.push(
+            json!({"nodes": nodes, "rels": card.hit.metadata.get("rels"), "text": card.hit.text, "card": card.n}),
+        );
         answer.sentences.push(Sentence { card: Some(card), text: card.hit.text.clone() });
     }
     for turn in &state.turns {
         for outcome in &turn.outcomes {
-            let (Some(Action::PgGraph { graph_intent }), ActionResult::Graph(result)) = (turn.step.actions.get(outcome.slot as usize), &outcome.result) else {
+            let (Some(Action::PgGraph { graph_intent }), ActionResult::Graph(result)) =
+                (turn.step.actions.get(outcome.slot as usize), &outcome.result)
+            else {
                 continue;
             };
             if graph_intent.query_type == GraphQueryType::Path && result.paths.is_empty() {
-                answer.sentences.push(Sentence { card: None, text: format!("The graph has no chain of at most {} relations between them.", graph_intent.max_hops) });
+                answer.sentences.push(Sentence {
+                    card: None,
+                    text: format!(
+                        "The graph has no chain of at most {} relations between them.",
+                        graph_intent.max_hops
+                    ),
+                });
             }
         }
     }

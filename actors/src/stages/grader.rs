@@ -5,8 +5,8 @@ use async_trait::async_trait;
 use sleuth_messages::{CheckOutcome, LoopState, Stage, SufficiencyReport, WorkItem};
 
 use super::{
-    bridge::{bridge_groups, needs_bridge, BridgeGroup},
     StageLogic,
+    bridge::{BridgeGroup, bridge_groups, needs_bridge},
 };
 use crate::{machine, telemetry, text};
 
@@ -60,7 +60,11 @@ pub fn require_graph_bridges(state: &LoopState, report: &mut SufficiencyReport) 
     report.checks.push(check(
         "graph_bridge_followed",
         !pending,
-        if pending { "anchors' mention links not yet followed".into() } else { "anchors' mention links followed".into() },
+        if pending {
+            "anchors' mention links not yet followed".into()
+        } else {
+            "anchors' mention links followed".into()
+        },
     ));
     if pending && report.sufficient {
         report.sufficient = false;
@@ -79,7 +83,8 @@ pub fn require_entity_graph(state: &LoopState, report: &mut SufficiencyReport) {
     report.checks.push(check(
         "entity_graph_followed",
         next.is_none(),
-        next.as_ref().map_or_else(|| "entities resolved and the graph traversed".into(), |s| format!("next: {}", s.rationale)),
+        next.as_ref()
+            .map_or_else(|| "entities resolved and the graph traversed".into(), |s| format!("next: {}", s.rationale)),
     ));
     if next.is_some() && report.sufficient {
         report.sufficient = false;
@@ -94,7 +99,9 @@ pub fn grade(state: &LoopState) -> SufficiencyReport {
     let criteria = state.plan.as_ref().map(|p| &p.acceptance_criteria);
     let must_cover = criteria.map(|c| c.must_cover_entities.clone()).unwrap_or_else(|| a.entities.clone());
     let min_sources = criteria.map(|c| c.min_independent_sources).unwrap_or(1);
-    let in_evidence = |needle: &str| state.cards.iter().any(|c| text::mentions(&c.hit.title, needle) || text::mentions(&c.hit.text, needle));
+    let in_evidence = |needle: &str| {
+        state.cards.iter().any(|c| text::mentions(&c.hit.title, needle) || text::mentions(&c.hit.text, needle))
+    };
 
     let mut checks = Vec::new();
     let mut missing = Vec::new();
@@ -112,7 +119,9 @@ pub fn grade(state: &LoopState) -> SufficiencyReport {
     let mut sources: Vec<&str> = state
         .cards
         .iter()
-        .filter(|c| text::tokens(&format!("{} {}", c.hit.title, c.hit.text)).iter().any(|t| stems.contains(&text::stem(t))))
+        .filter(|c| {
+            text::tokens(&format!("{} {}", c.hit.title, c.hit.text)).iter().any(|t| stems.contains(&text::stem(t)))
+        })
         .map(|c| c.hit.doc_id.as_str())
         .collect();
     sources.sort_unstable();
@@ -125,21 +134,36 @@ pub fn grade(state: &LoopState) -> SufficiencyReport {
 
     if a.meta_question {
         let stats = state.cards.iter().any(|c| c.hit.id == super::retrieve::DATABASE_STATS_ID);
-        checks.push(check("database_stats_present", stats, if stats { "the database answered".into() } else { "database_stats not run yet".into() }));
+        checks.push(check(
+            "database_stats_present",
+            stats,
+            if stats { "the database answered".into() } else { "database_stats not run yet".into() },
+        ));
     }
 
-    let absent: Vec<String> = a.literal_terms.iter().filter(|l| !state.cards.iter().any(|c| c.hit.text.contains(l.as_str()) || c.hit.title.contains(l.as_str()))).cloned().collect();
+    let absent: Vec<String> = a
+        .literal_terms
+        .iter()
+        .filter(|l| !state.cards.iter().any(|c| c.hit.text.contains(l.as_str()) || c.hit.title.contains(l.as_str())))
+        .cloned()
+        .collect();
     checks.push(check("literals_present", absent.is_empty(), format!("absent {absent:?}")));
     missing.extend(absent);
 
     if needs_bridge(state) {
         // Every anchor that names a related entity must have one of those entities followed.
         let groups = bridge_groups(state);
-        let followed = |name: &String| state.cards.iter().any(|c| text::mentions(&c.hit.title, name) || text::mentions(name, &c.hit.title));
-        let open: Vec<&BridgeGroup> = groups.iter().filter(|g| !g.names.is_empty() && !g.names.iter().any(followed)).collect();
+        let followed = |name: &String| {
+            state.cards.iter().any(|c| text::mentions(&c.hit.title, name) || text::mentions(name, &c.hit.title))
+        };
+        let open: Vec<&BridgeGroup> =
+            groups.iter().filter(|g| !g.names.is_empty() && !g.names.iter().any(followed)).collect();
         let passed = if groups.iter().all(|g| g.names.is_empty()) { state.turn > 1 } else { open.is_empty() };
         let detail = if passed {
-            format!("followed {:?}", groups.iter().filter_map(|g| g.names.iter().find(|n| followed(n))).collect::<Vec<_>>())
+            format!(
+                "followed {:?}",
+                groups.iter().filter_map(|g| g.names.iter().find(|n| followed(n))).collect::<Vec<_>>()
+            )
         } else if open.is_empty() {
             "no related entity named in the evidence".to_string()
         } else {
@@ -159,7 +183,11 @@ pub fn grade(state: &LoopState) -> SufficiencyReport {
     SufficiencyReport {
         sufficient,
         confidence,
-        rationale: if sufficient { "all acceptance checks pass".into() } else { format!("failed: {}", failed.join(", ")) },
+        rationale: if sufficient {
+            "all acceptance checks pass".into()
+        } else {
+            format!("failed: {}", failed.join(", "))
+        },
         gaps: checks.iter().filter(|c| !c.passed).map(|c| format!("{}: {}", c.name, c.detail)).collect(),
         missing,
         new_queries: Vec::new(),

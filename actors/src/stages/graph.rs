@@ -5,7 +5,7 @@
 use std::{collections::HashMap, sync::Arc, time::Instant};
 
 use async_trait::async_trait;
-use serde_json::{json, Value};
+use serde_json::{Value, json};
 use sleuth_messages::{
     Action, ActionResult, EntityRef, EntityType, ErrorKind, ErrorResponse, GraphIntent, GraphPath, GraphQueryType,
     GraphResult, JsonMap, LoopState, Stage, WorkItem,
@@ -16,9 +16,8 @@ use super::StageLogic;
 use crate::{
     config::GraphConfig,
     graph::{
-        document_node,
+        Direction, Entity, GraphError, GraphStore, document_node,
         primitives::{self, Bounds, Path, Reached, Traversal},
-        Direction, Entity, GraphError, GraphStore,
     },
     machine,
 };
@@ -42,10 +41,13 @@ impl StageLogic for GraphStage {
         let started = Instant::now();
         let result = match execute(self.store.as_ref(), &self.config, graph_intent).await {
             Ok(result) => ActionResult::Graph(result),
-            Err(Failure::Invalid(message)) => ActionResult::Failed(ErrorResponse::new(ErrorKind::InvalidInput, message)),
-            Err(Failure::Graph(GraphError::Timeout(after))) => {
-                ActionResult::Failed(ErrorResponse::new(ErrorKind::Timeout, format!("graph query timed out after {after:?}")))
+            Err(Failure::Invalid(message)) => {
+                ActionResult::Failed(ErrorResponse::new(ErrorKind::InvalidInput, message))
             }
+            Err(Failure::Graph(GraphError::Timeout(after))) => ActionResult::Failed(ErrorResponse::new(
+                ErrorKind::Timeout,
+                format!("graph query timed out after {after:?}"),
+            )),
             Err(Failure::Graph(GraphError::Backend(err))) => return Err(err),
         };
         tracing::info!(request_id = %state.request_id, turn = state.turn, slot, results = result.hit_count(), "graph traversed");
@@ -78,8 +80,13 @@ pub struct Checked {
 pub fn node_of(entity: &EntityRef) -> Result<Uuid, String> {
     match entity.entity_type {
         EntityType::Document => Ok(document_node(&entity.id)),
-        other => Uuid::parse_str(entity.id.trim())
-            .map_err(|_| format!("{} id {:?} is not a UUID; resolve the entity with a qdrant_search first", other.as_str(), entity.id)),
+        other => Uuid::parse_str(entity.id.trim()).map_err(|_| {
+            format!(
+                "{} id {:?} is not a UUID; resolve the entity with a qdrant_search first",
+                other.as_str(),
+                entity.id
+            )
+        }),
     }
 }
 
@@ -101,7 +108,8 @@ pub fn check(config: &GraphConfig, intent: &GraphIntent) -> Result<Checked, Stri
     for (key, value) in &intent.filters {
         match key.as_str() {
             "direction" => {
-                direction = serde_json::from_value(value.clone()).map_err(|_| "filter direction must be \"out\", \"in\" or \"both\"".to_string())?
+                direction = serde_json::from_value(value.clone())
+                    .map_err(|_| "filter direction must be \"out\", \"in\" or \"both\"".to_string())?
             }
             "entity_type" => {
                 let list = match value {
@@ -109,7 +117,10 @@ pub fn check(config: &GraphConfig, intent: &GraphIntent) -> Result<Checked, Stri
                     single => vec![single.clone()],
                 };
                 for item in list {
-                    let t = item.as_str().and_then(EntityType::parse).ok_or_else(|| format!("filter entity_type: unknown type {item}"))?;
+                    let t = item
+                        .as_str()
+                        .and_then(EntityType::parse)
+                        .ok_or_else(|| format!("filter entity_type: unknown type {item}"))?;
                     node_types.push(t.as_str().to_string());
                 }
             }
@@ -130,7 +141,11 @@ pub fn check(config: &GraphConfig, intent: &GraphIntent) -> Result<Checked, Stri
 }
 
 /// Runs one graph intent and describes the result with the nodes' names and types.
-pub async fn execute(store: &dyn GraphStore, config: &GraphConfig, intent: &GraphIntent) -> Result<GraphResult, Failure> {
+pub async fn execute(
+    store: &dyn GraphStore,
+    config: &GraphConfig,
+    intent: &GraphIntent,
+) -> Result<GraphResult, Failure> {
     let checked = check(config, intent).map_err(Failure::Invalid)?;
     let Checked { start, end, traversal, bounds } = &checked;
     let mut meta = JsonMap::new();
@@ -139,14 +154,27 @@ pub async fn execute(store: &dyn GraphStore, config: &GraphConfig, intent: &Grap
     let (reached, paths): (Vec<Reached>, Vec<Path>) = match intent.query_type {
         GraphQueryType::Neighbors => (primitives::neighbors(store, *start, traversal, *bounds).await?, Vec::new()),
         GraphQueryType::KHop => (primitives::k_hop(store, *start, traversal, *bounds).await?, Vec::new()),
-        GraphQueryType::Path => (Vec::new(), primitives::path(store, *start, end.unwrap_or(*start), traversal, *bounds).await?),
+        GraphQueryType::Path => {
+            (Vec::new(), primitives::path(store, *start, end.unwrap_or(*start), traversal, *bounds).await?)
+        }
         GraphQueryType::Compare => {
             let Some(cmp) = primitives::compare(store, *start, end.unwrap_or(*start), traversal, *bounds).await? else {
-                return Ok(GraphResult { summary: "no such entities to compare".into(), paths: vec![], node_ids: vec![], count: 0, meta, evidence: vec![] });
+                return Ok(GraphResult {
+                    summary: "no such entities to compare".into(),
+                    paths: vec![],
+                    node_ids: vec![],
+                    count: 0,
+                    meta,
+                    evidence: vec![],
+                });
             };
-            let names = names_of(store, cmp.shared.iter().chain(&cmp.only_a).chain(&cmp.only_b).copied().collect()).await?;
+            let names =
+                names_of(store, cmp.shared.iter().chain(&cmp.only_a).chain(&cmp.only_b).copied().collect()).await?;
             let list = |ids: &[Uuid]| {
-                ids.iter().filter_map(|id| names.get(id)).filter_map(|e| Some(node_json(e, &entity_ref(e)?))).collect::<Vec<_>>()
+                ids.iter()
+                    .filter_map(|id| names.get(id))
+                    .filter_map(|e| Some(node_json(e, &entity_ref(e)?)))
+                    .collect::<Vec<_>>()
             };
             meta.insert("attributes".into(), json!(cmp.attribute_diff()));
             meta.insert("shared_neighbors".into(), json!(list(&cmp.shared)));
@@ -158,9 +186,19 @@ pub async fn execute(store: &dyn GraphStore, config: &GraphConfig, intent: &Grap
                 cmp.a.name,
                 cmp.b.name,
                 cmp.shared.len(),
-                cmp.shared.iter().filter_map(|id| names.get(id)).map(|e| e.name.as_str()).take(5).collect::<Vec<_>>().join(", "),
+                cmp.shared
+                    .iter()
+                    .filter_map(|id| names.get(id))
+                    .map(|e| e.name.as_str())
+                    .take(5)
+                    .collect::<Vec<_>>()
+                    .join(", "),
                 meta["attributes"]["different"].as_object().map_or(0, |m| m.len()),
-                if cmp.direct_relations.is_empty() { String::new() } else { format!(", directly related by {}", cmp.direct_relations.join(", ")) }
+                if cmp.direct_relations.is_empty() {
+                    String::new()
+                } else {
+                    format!(", directly related by {}", cmp.direct_relations.join(", "))
+                }
             );
             let node_ids = [&cmp.a, &cmp.b].into_iter().filter_map(entity_ref).collect();
             let evidence = super::graph_evidence::comparison_statement(&cmp.a, &cmp.b, &summary).into_iter().collect();

@@ -10,8 +10,8 @@ use uuid::Uuid;
 
 use super::graph::entity_ref;
 use crate::graph::{
-    primitives::{Hop, Path, Reached},
     Entity,
+    primitives::{Hop, Path, Reached},
 };
 
 /// Most statements one graph result contributes as cards.
@@ -72,8 +72,16 @@ pub fn reached_statements(reached: &[Reached], names: &HashMap<Uuid, Entity>) ->
             }
             let (src, dst) = if hop.forward { (from, &r.node) } else { (&r.node, from) };
             let text = hop_sentence(a, hop, b);
-            let extra = JsonMap::from([("relation".to_string(), json!(hop.relation)), ("depth".to_string(), json!(r.depth))]);
-            statement(format!("graph:{src}:{}:{dst}", hop.relation), b, text.trim_end_matches('.').to_string(), text, r.weight as f32, extra)
+            let extra =
+                JsonMap::from([("relation".to_string(), json!(hop.relation)), ("depth".to_string(), json!(r.depth))]);
+            statement(
+                format!("graph:{src}:{}:{dst}", hop.relation),
+                b,
+                text.trim_end_matches('.').to_string(),
+                text,
+                r.weight as f32,
+                extra,
+            )
         })
         .take(MAX_STATEMENTS)
         .collect()
@@ -86,12 +94,33 @@ pub fn path_statements(paths: &[Path], names: &HashMap<Uuid, Entity>) -> Vec<Hit
         .filter_map(|p| {
             let nodes: Vec<&Entity> = p.nodes.iter().map(|n| names.get(n)).collect::<Option<_>>()?;
             let (first, last) = (nodes.first()?, nodes.last()?);
-            let text = p.hops.iter().zip(nodes.windows(2)).map(|(hop, pair)| hop_sentence(pair[0], hop, pair[1])).collect::<Vec<_>>().join(" ");
-            let key = p.nodes.iter().map(Uuid::to_string).chain(p.hops.iter().map(|h| h.relation.clone())).collect::<Vec<_>>().join(":");
+            let text = p
+                .hops
+                .iter()
+                .zip(nodes.windows(2))
+                .map(|(hop, pair)| hop_sentence(pair[0], hop, pair[1]))
+                .collect::<Vec<_>>()
+                .join(" ");
+            let key = p
+                .nodes
+                .iter()
+                .map(Uuid::to_string)
+                .chain(p.hops.iter().map(|h| h.relation.clone()))
+                .collect::<Vec<_>>()
+                .join(":");
             let id = format!("path:{}", Uuid::new_v5(&Uuid::NAMESPACE_OID, key.as_bytes()));
-            let title = format!("{} → {} ({} hop{})", first.name, last.name, p.hops.len(), if p.hops.len() == 1 { "" } else { "s" });
+            let title = format!(
+                "{} → {} ({} hop{})",
+                first.name,
+                last.name,
+                p.hops.len(),
+                if p.hops.len() == 1 { "" } else { "s" }
+            );
             let extra = JsonMap::from([
-                ("path".to_string(), json!(p.nodes.iter().filter_map(|n| names.get(n)).filter_map(entity_ref).collect::<Vec<_>>())),
+                (
+                    "path".to_string(),
+                    json!(p.nodes.iter().filter_map(|n| names.get(n)).filter_map(entity_ref).collect::<Vec<_>>()),
+                ),
                 ("rels".to_string(), json!(p.hops.iter().map(|h| h.relation.clone()).collect::<Vec<_>>())),
             ]);
             statement(id, last, title, text, 1.0 / p.hops.len().max(1) as f32, extra)
@@ -103,7 +132,14 @@ pub fn path_statements(paths: &[Path], names: &HashMap<Uuid, Entity>) -> Vec<Hit
 /// The comparison's summary as one statement about both entities, keyed by the pair.
 pub fn comparison_statement(a: &Entity, b: &Entity, summary: &str) -> Option<Hit> {
     let extra = JsonMap::from([("compared".to_string(), json!([entity_ref(a), entity_ref(b)]))]);
-    statement(format!("compare:{}:{}", a.id, b.id), a, format!("{} vs {}", a.name, b.name), format!("{summary}."), 1.0, extra)
+    statement(
+        format!("compare:{}:{}", a.id, b.id),
+        a,
+        format!("{} vs {}", a.name, b.name),
+        format!("{summary}."),
+        1.0,
+        extra,
+    )
 }
 
 #[cfg(test)]
@@ -111,24 +147,43 @@ mod tests {
     use super::*;
 
     fn entity(name: &str, t: &str) -> Entity {
-        Entity { id: Uuid::new_v5(&Uuid::NAMESPACE_OID, name.as_bytes()), entity_type: t.into(), name: name.into(), aliases: vec![], popularity: 0.0, attributes: JsonMap::new() }
+        Entity {
+            id: Uuid::new_v5(&Uuid::NAMESPACE_OID, name.as_bytes()),
+            entity_type: t.into(),
+            name: name.into(),
+            aliases: vec![],
+            popularity: 0.0,
+            attributes: JsonMap::new(),
+        }
     }
 
     #[test]
     fn a_path_reads_hop_by_hop_along_each_edge_direction() {
-        let (luffy, op, nami) = (entity("Monkey D. Luffy", "character"), entity("One Piece", "anime"), entity("Nami", "character"));
+        let (luffy, op, nami) =
+            (entity("Monkey D. Luffy", "character"), entity("One Piece", "anime"), entity("Nami", "character"));
         let names: HashMap<Uuid, Entity> = [&luffy, &op, &nami].into_iter().map(|e| (e.id, e.clone())).collect();
         let path = Path {
             nodes: vec![luffy.id, op.id, nami.id],
-            hops: vec![Hop { relation: "appears_in".into(), forward: true }, Hop { relation: "appears_in".into(), forward: false }],
+            hops: vec![
+                Hop { relation: "appears_in".into(), forward: true },
+                Hop { relation: "appears_in".into(), forward: false },
+            ],
         };
         let hits = path_statements(&[path], &names);
-        assert_eq!(hits[0].text, "Monkey D. Luffy (character) appears in One Piece (anime). Nami (character) appears in One Piece (anime).");
+        assert_eq!(
+            hits[0].text,
+            "Monkey D. Luffy (character) appears in One Piece (anime). Nami (character) appears in One Piece (anime)."
+        );
         assert_eq!(hits[0].title, "Monkey D. Luffy → Nami (2 hops)");
         assert_eq!(hits[0].doc_id, nami.id.to_string());
         assert_eq!(hits[0].metadata["entity_type"], json!("character"));
 
-        let reached = Reached { node: op.id, depth: 1, via: Some((luffy.id, Hop { relation: "appears_in".into(), forward: true })), weight: 1.0 };
+        let reached = Reached {
+            node: op.id,
+            depth: 1,
+            via: Some((luffy.id, Hop { relation: "appears_in".into(), forward: true })),
+            weight: 1.0,
+        };
         let hits = reached_statements(&[reached], &names);
         assert_eq!(hits[0].text, "Monkey D. Luffy (character) appears in One Piece (anime).");
         assert_eq!(hits[0].id, format!("graph:{}:appears_in:{}", luffy.id, op.id));

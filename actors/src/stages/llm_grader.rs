@@ -6,9 +6,9 @@
 use async_trait::async_trait;
 use sleuth_messages::{CheckOutcome, LoopState, Route, Stage, SufficiencyReport, WorkItem};
 
-use super::{grader::Grader, StageLogic};
+use super::{StageLogic, grader::Grader};
 use crate::{
-    llm::{agent::charge, prompts, Agent, LlmAgent, Usage},
+    llm::{Agent, LlmAgent, Usage, agent::charge, prompts},
     machine, telemetry,
 };
 
@@ -37,7 +37,16 @@ impl StageLogic for LlmGrader {
         let mut report = checks.report(state);
         let mut usage = Usage::default();
         let mut fell_back = false;
-        if let Some(out) = self.llm.ask::<SufficiencyReport>(Agent::Grader, prompts::REFLECT, &with_checks(state, &report), &|_: &SufficiencyReport| Ok(())).await {
+        if let Some(out) = self
+            .llm
+            .ask::<SufficiencyReport>(
+                Agent::Grader,
+                prompts::REFLECT,
+                &with_checks(state, &report),
+                &|_: &SufficiencyReport| Ok(()),
+            )
+            .await
+        {
             usage = out.usage;
             match out.result {
                 Ok(judged) => merge(&mut report, judged),
@@ -83,7 +92,9 @@ fn merge(report: &mut SufficiencyReport, judged: SufficiencyReport) {
         }
     }
     for query in judged.new_queries.into_iter().filter(|q| !q.trim().is_empty()) {
-        if report.new_queries.len() < MAX_NEW_QUERIES && !report.new_queries.iter().any(|q2| q2.eq_ignore_ascii_case(&query)) {
+        if report.new_queries.len() < MAX_NEW_QUERIES
+            && !report.new_queries.iter().any(|q2| q2.eq_ignore_ascii_case(&query))
+        {
             report.new_queries.push(query);
         }
     }

@@ -7,13 +7,12 @@ use async_trait::async_trait;
 use sleuth_messages::{Action, LoopState, NextStep, PlannerState, Route, Stage, WorkItem};
 
 use super::{
-    graph,
-    planner::{initial_plan, intake_step, Planner},
-    StageLogic,
+    StageLogic, graph,
+    planner::{Planner, initial_plan, intake_step},
 };
 use crate::{
     config::GraphConfig,
-    llm::{agent::charge, prompts, Agent, LlmAgent, Usage},
+    llm::{Agent, LlmAgent, Usage, agent::charge, prompts},
     machine,
 };
 
@@ -39,19 +38,25 @@ impl StageLogic for LlmPlanner {
         let mut fell_back = false;
         let plan = match state.plan {
             Some(_) => None,
-            None => Some(match self.llm.ask::<PlannerState>(Agent::Planner, prompts::PLAN, state, &|_: &PlannerState| Ok(())).await {
-                Some(out) => {
-                    usage.add(out.usage);
-                    match out.result {
-                        Ok(plan) => bounded_plan(plan, state),
-                        Err(_) => {
-                            fell_back = true;
-                            initial_plan(state)
+            None => Some(
+                match self
+                    .llm
+                    .ask::<PlannerState>(Agent::Planner, prompts::PLAN, state, &|_: &PlannerState| Ok(()))
+                    .await
+                {
+                    Some(out) => {
+                        usage.add(out.usage);
+                        match out.result {
+                            Ok(plan) => bounded_plan(plan, state),
+                            Err(_) => {
+                                fell_back = true;
+                                initial_plan(state)
+                            }
                         }
                     }
-                }
-                None => initial_plan(state),
-            }),
+                    None => initial_plan(state),
+                },
+            ),
         };
         let check = |step: &NextStep| check_step(step, state, &self.graph);
         let step = match self.llm.ask::<NextStep>(Agent::Planner, prompts::STEP, state, &check).await {
@@ -97,7 +102,10 @@ pub fn check_step(step: &NextStep, state: &LoopState, graph_config: &GraphConfig
                     return Err("a qdrant_search needs a query or filters".into());
                 }
                 if i.limit.is_some_and(|l| l == 0 || l > state.caps.max_hits_per_search) {
-                    return Err(format!("search_intent.limit must be between 1 and {}", state.caps.max_hits_per_search));
+                    return Err(format!(
+                        "search_intent.limit must be between 1 and {}",
+                        state.caps.max_hits_per_search
+                    ));
                 }
                 let repeated = state.turns.iter().flat_map(|t| &t.step.actions).any(|a| {
                     matches!(a, Action::QdrantSearch { search_intent: p }
@@ -111,7 +119,9 @@ pub fn check_step(step: &NextStep, state: &LoopState, graph_config: &GraphConfig
             Action::PgGraph { graph_intent } => {
                 graph::check(graph_config, graph_intent).map_err(|e| format!("pg_graph: {e}"))?;
             }
-            Action::Clarify { questions } if questions.is_empty() => return Err("clarify needs at least one question".into()),
+            Action::Clarify { questions } if questions.is_empty() => {
+                return Err("clarify needs at least one question".into());
+            }
             Action::Clarify { .. } | Action::DatabaseStats {} | Action::Final {} => {}
         }
     }

@@ -9,11 +9,11 @@ use serde::Deserialize;
 use sleuth_messages::{AgentResponse, Card, LoopState, Stage, TerminationReason, WorkItem};
 
 use super::{
-    synthesizer::{cited_numbers, cited_response, synthesize, verify_citations},
     StageLogic,
+    synthesizer::{cited_numbers, cited_response, synthesize, verify_citations},
 };
 use crate::{
-    llm::{agent::charge, prompts, structured::StructuredSpec, Agent, LlmAgent, Usage},
+    llm::{Agent, LlmAgent, Usage, agent::charge, prompts, structured::StructuredSpec},
     machine, telemetry,
 };
 
@@ -61,9 +61,15 @@ impl StageLogic for LlmSynthesizer {
         if !state.cards.is_empty() && reason != TerminationReason::Clarification {
             let cites_a_card = |d: &DraftAnswer| -> Result<(), String> {
                 let known = cited_numbers(&d.answer).into_iter().any(|n| state.cards.iter().any(|c| c.n == n));
-                if known { Ok(()) } else { Err("the answer cites none of the numbered documents; cite each claim as [n]".into()) }
+                if known {
+                    Ok(())
+                } else {
+                    Err("the answer cites none of the numbered documents; cite each claim as [n]".into())
+                }
             };
-            if let Some(out) = self.llm.ask::<DraftAnswer>(Agent::Synthesizer, prompts::SYNTHESIZE, state, &cites_a_card).await {
+            if let Some(out) =
+                self.llm.ask::<DraftAnswer>(Agent::Synthesizer, prompts::SYNTHESIZE, state, &cites_a_card).await
+            {
                 usage = out.usage;
                 match out.result {
                     Ok(draft) => response = written(state, response, draft, reason),
@@ -86,7 +92,8 @@ fn written(state: &LoopState, base: AgentResponse, draft: DraftAnswer, reason: T
     if reason.is_cap() {
         answer = format!("Best available answer (stopped early: {}). {answer}", reason.as_str());
     }
-    let cited: Vec<&Card> = cited_numbers(&answer).into_iter().filter_map(|n| state.cards.iter().find(|c| c.n == n)).collect();
+    let cited: Vec<&Card> =
+        cited_numbers(&answer).into_iter().filter_map(|n| state.cards.iter().find(|c| c.n == n)).collect();
     let mut evidence = base.evidence.clone();
     evidence.insert("synthesis".into(), "llm".into());
     evidence.insert("citations_removed".into(), removed.into());

@@ -3,16 +3,17 @@
 
 use async_trait::async_trait;
 use sleuth_messages::{
+    Action, ClarifyingQuestion, LoopState, NextStep, PlannerState, QueryType, Route, SearchIntent, Stage, WorkItem,
     plan::{
         AcceptanceCriteria, AnswerRequirements, Budget, LiteralConstraints, PlannerMeta, Rerank, RetrievalMode,
         RetrievalModeType, RetrievalRound, RoundPurpose, Safety, Sensitivity, StopConditions, Strategy,
     },
-    Action, ClarifyingQuestion, LoopState, NextStep, PlannerState, QueryType, Route, SearchIntent, Stage, WorkItem,
 };
 
 use super::{
+    StageLogic,
     bridge::{bridge_groups, expand_action, fetch_action, graph_anchors, graph_bridges, needs_bridge},
-    resolve, StageLogic,
+    resolve,
 };
 use crate::{machine, text};
 
@@ -70,11 +71,15 @@ pub fn intake_step(state: &LoopState) -> Option<NextStep> {
                 blocking: true,
             });
         }
-        return Some(NextStep::single("the question is ambiguous: ask before searching", Action::Clarify { questions }));
+        return Some(NextStep::single(
+            "the question is ambiguous: ask before searching",
+            Action::Clarify { questions },
+        ));
     }
     let asked = state.turns.iter().flat_map(|t| &t.step.actions).any(|a| matches!(a, Action::DatabaseStats {}));
-    (a.meta_question && !asked)
-        .then(|| NextStep::single("a question about the database itself: ask the database_stats tool", Action::DatabaseStats {}))
+    (a.meta_question && !asked).then(|| {
+        NextStep::single("a question about the database itself: ask the database_stats tool", Action::DatabaseStats {})
+    })
 }
 
 /// How many independent sources the question needs: two when it relates or compares things, or hops through a relation.
@@ -106,7 +111,10 @@ pub fn initial_plan(state: &LoopState) -> PlannerState {
     let modes = if literal {
         vec![RetrievalMode { mode: RetrievalModeType::Bm25, k, alpha: None }]
     } else {
-        vec![RetrievalMode { mode: RetrievalModeType::Vector, k, alpha: None }, RetrievalMode { mode: RetrievalModeType::Bm25, k, alpha: None }]
+        vec![
+            RetrievalMode { mode: RetrievalModeType::Vector, k, alpha: None },
+            RetrievalMode { mode: RetrievalModeType::Bm25, k, alpha: None },
+        ]
     };
     PlannerState {
         goal: a.normalized.clone(),
@@ -123,7 +131,10 @@ pub fn initial_plan(state: &LoopState) -> PlannerState {
             rerank: Rerank { enabled: false, model: "cross_encoder".into(), rerank_top_k: 0 },
             max_docs: state.caps.max_hits_per_search,
         }],
-        literal_constraints: LiteralConstraints { must_preserve_terms: a.literal_terms.clone(), must_match_exactly: literal },
+        literal_constraints: LiteralConstraints {
+            must_preserve_terms: a.literal_terms.clone(),
+            must_match_exactly: literal,
+        },
         acceptance_criteria: AcceptanceCriteria {
             min_independent_sources: min_sources(state),
             require_authoritative_source: false,
@@ -142,7 +153,10 @@ pub fn initial_plan(state: &LoopState) -> PlannerState {
             length: Some("short".into()),
             citation_style: Some("[n]".into()),
         },
-        budget: Budget { max_tokens: state.caps.token_budget, max_latency_ms: Some(state.deadline_ms.saturating_sub(state.created_ms)) },
+        budget: Budget {
+            max_tokens: state.caps.token_budget,
+            max_latency_ms: Some(state.deadline_ms.saturating_sub(state.created_ms)),
+        },
         safety: Safety { sensitivity: Sensitivity::Public, pii_allowed: false },
         planner_meta: PlannerMeta { planner_version: "deterministic-1".into(), rationale_tags: tags },
     }
@@ -173,9 +187,14 @@ pub fn graph_step(state: &LoopState) -> Option<NextStep> {
     }
     let bridges = graph_bridges(state);
     let actions: Vec<Action> = if !bridges.is_empty() {
-        bridges.iter().take(sleuth_messages::MAX_PARALLEL_ACTIONS).map(|(anchor, docs)| fetch_action(state, anchor, docs)).collect()
+        bridges
+            .iter()
+            .take(sleuth_messages::MAX_PARALLEL_ACTIONS)
+            .map(|(anchor, docs)| fetch_action(state, anchor, docs))
+            .collect()
     } else {
-        let expanded_before = state.turns.iter().flat_map(|t| &t.step.actions).any(|a| matches!(a, Action::PgGraph { .. }));
+        let expanded_before =
+            state.turns.iter().flat_map(|t| &t.step.actions).any(|a| matches!(a, Action::PgGraph { .. }));
         let anchors = graph_anchors(state);
         if expanded_before && anchors.is_empty() {
             return None;
@@ -205,7 +224,8 @@ pub fn next_step(state: &LoopState) -> NextStep {
 
     if state.turn == 1 {
         if a.query_type == QueryType::Comparative && a.entities.len() >= 2 {
-            let rest: Vec<&String> = a.keywords.iter().filter(|k| !a.entities.iter().any(|e| text::mentions(e, k))).collect();
+            let rest: Vec<&String> =
+                a.keywords.iter().filter(|k| !a.entities.iter().any(|e| text::mentions(e, k))).collect();
             let tail = rest.iter().map(|s| s.as_str()).collect::<Vec<_>>().join(" ");
             return NextStep {
                 rationale: "compare two entities: look both up in parallel".into(),
@@ -221,7 +241,11 @@ pub fn next_step(state: &LoopState) -> NextStep {
         if parts.len() >= 2 {
             return NextStep {
                 rationale: "the question asks two things: search both sub-questions in parallel".into(),
-                actions: parts.iter().take(2).map(|q| search("sub-question", q.trim_end_matches('?').to_string())).collect(),
+                actions: parts
+                    .iter()
+                    .take(2)
+                    .map(|q| search("sub-question", q.trim_end_matches('?').to_string()))
+                    .collect(),
             };
         }
         return NextStep::single("search for the question", search("the question as asked", a.rewritten.clone()));
@@ -247,7 +271,10 @@ pub fn next_step(state: &LoopState) -> NextStep {
                 && fresh(name)
                 && !queries.iter().any(|(q, _)| q.eq_ignore_ascii_case(name))
             {
-                queries.push((name.clone(), format!("follow {name}, named in {}, which the question needs", group.anchor)));
+                queries.push((
+                    name.clone(),
+                    format!("follow {name}, named in {}, which the question needs", group.anchor),
+                ));
             }
         }
     }

@@ -3,16 +3,17 @@
 //! traverse the graph between them (`path`) or around them (`neighbors` of the asked type), then fetch the
 //! entities the traversal reached. The planner takes these steps and the grader waits for them.
 
-use serde_json::{json, Value};
+use serde_json::{Value, json};
 use sleuth_messages::{
     Action, ActionResult, EntityRef, EntityType, GraphIntent, GraphLimits, GraphQueryType, Hit, JsonMap, LoopState,
-    NextStep, QueryType, SearchIntent, MAX_PARALLEL_ACTIONS,
+    MAX_PARALLEL_ACTIONS, NextStep, QueryType, SearchIntent,
 };
 
 use crate::{retrieval::entities, text};
 
 /// The graph's entity types.
-const ENTITY_TYPES: [EntityType; 4] = [EntityType::Character, EntityType::Anime, EntityType::Manga, EntityType::Episode];
+const ENTITY_TYPES: [EntityType; 4] =
+    [EntityType::Character, EntityType::Anime, EntityType::Manga, EntityType::Episode];
 
 /// Candidates one resolution search returns.
 const RESOLUTION_HITS: u32 = 3;
@@ -49,7 +50,8 @@ pub struct EntityQuestion {
 pub fn entity_question(state: &LoopState) -> Option<EntityQuestion> {
     let a = &state.analysis;
     let wanted = a.keywords.iter().find_map(|k| type_word(k));
-    let names: Vec<String> = a.entities.iter().filter(|e| type_word(e).is_none()).take(MAX_PARALLEL_ACTIONS).cloned().collect();
+    let names: Vec<String> =
+        a.entities.iter().filter(|e| type_word(e).is_none()).take(MAX_PARALLEL_ACTIONS).cloned().collect();
     let relates = a.query_type == QueryType::Relational && names.len() >= 2;
     (!names.is_empty() && (wanted.is_some() || relates)).then_some(EntityQuestion { names, wanted })
 }
@@ -67,7 +69,9 @@ fn resolution(state: &LoopState, name: &str) -> (usize, Option<Hit>) {
     for turn in &state.turns {
         for (slot, action) in turn.step.actions.iter().enumerate() {
             let Action::QdrantSearch { search_intent: intent } = action else { continue };
-            if intent.entity_type == EntityType::Document || !intent.query.as_deref().is_some_and(|q| q.eq_ignore_ascii_case(name)) {
+            if intent.entity_type == EntityType::Document
+                || !intent.query.as_deref().is_some_and(|q| q.eq_ignore_ascii_case(name))
+            {
                 continue;
             }
             tried += 1;
@@ -100,7 +104,8 @@ pub fn resolved(state: &LoopState, question: &EntityQuestion) -> Vec<EntityRef> 
 /// The type `name` most likely has: the one written right before it ("the manga Berserk"), else a work when
 /// the question asks for characters ("Which characters appear in Naruto?"), else a character.
 fn likely_type(state: &LoopState, name: &str, wanted: Option<EntityType>) -> EntityType {
-    let words: Vec<&str> = state.analysis.normalized.split_whitespace().map(|w| w.trim_matches(|c: char| !c.is_alphanumeric())).collect();
+    let words: Vec<&str> =
+        state.analysis.normalized.split_whitespace().map(|w| w.trim_matches(|c: char| !c.is_alphanumeric())).collect();
     let first = name.split_whitespace().next().unwrap_or_default();
     words
         .iter()
@@ -125,7 +130,10 @@ fn resolve_action(state: &LoopState, name: &str, wanted: Option<EntityType>, att
     };
     Some(Action::QdrantSearch {
         search_intent: SearchIntent {
-            rationale: format!("resolve {name} to {} {what} (seed 000 §8)", if what.starts_with(['a', 'e']) { "an" } else { "a" }),
+            rationale: format!(
+                "resolve {name} to {} {what} (seed 000 §8)",
+                if what.starts_with(['a', 'e']) { "an" } else { "a" }
+            ),
             entity_type,
             query: Some(name.to_string()),
             image_query: None,
@@ -151,7 +159,13 @@ fn kept_types(wanted: Option<EntityType>) -> Value {
     }
 }
 
-fn traversal(query_type: GraphQueryType, start: &EntityRef, end: Option<&EntityRef>, wanted: Option<EntityType>, rationale: String) -> Action {
+fn traversal(
+    query_type: GraphQueryType,
+    start: &EntityRef,
+    end: Option<&EntityRef>,
+    wanted: Option<EntityType>,
+    rationale: String,
+) -> Action {
     let mut filters = JsonMap::new();
     filters.insert("entity_type".into(), kept_types(wanted));
     Action::PgGraph {
@@ -163,7 +177,10 @@ fn traversal(query_type: GraphQueryType, start: &EntityRef, end: Option<&EntityR
             max_hops: if query_type == GraphQueryType::Path { PATH_HOPS } else { 1 },
             edge_types: Vec::new(),
             filters,
-            limits: GraphLimits { max_results: NEIGHBOURS, max_fanout_per_hop: GraphLimits::default().max_fanout_per_hop },
+            limits: GraphLimits {
+                max_results: NEIGHBOURS,
+                max_fanout_per_hop: GraphLimits::default().max_fanout_per_hop,
+            },
         },
     }
 }
@@ -175,7 +192,9 @@ fn unfetched(state: &LoopState, wanted: EntityType) -> Vec<String> {
         .iter()
         .flat_map(|t| &t.step.actions)
         .filter_map(|a| match a {
-            Action::QdrantSearch { search_intent } if search_intent.entity_type == wanted => search_intent.filters.get("id"),
+            Action::QdrantSearch { search_intent } if search_intent.entity_type == wanted => {
+                search_intent.filters.get("id")
+            }
             _ => None,
         })
         .filter_map(Value::as_array)
@@ -213,7 +232,9 @@ pub fn entity_step(state: &LoopState) -> Option<NextStep> {
     }
     if state.turn == 1 && actions.len() == 1 {
         reasons.push("search the documents for the question too".into());
-        actions.push(Action::QdrantSearch { search_intent: SearchIntent::documents("the question as asked", state.analysis.rewritten.clone()) });
+        actions.push(Action::QdrantSearch {
+            search_intent: SearchIntent::documents("the question as asked", state.analysis.rewritten.clone()),
+        });
     }
     if actions.is_empty() {
         let resolved = resolved(state, &question);
@@ -222,7 +243,8 @@ pub fn entity_step(state: &LoopState) -> Option<NextStep> {
         match (resolved.as_slice(), question.wanted) {
             ([a, b, ..], None) => {
                 if !started(a) {
-                    reasons.push("relate the two entities: shortest chain of relations between them (seed 000 §9)".into());
+                    reasons
+                        .push("relate the two entities: shortest chain of relations between them (seed 000 §9)".into());
                     actions.push(traversal(GraphQueryType::Path, a, Some(b), None, reasons[0].clone()));
                 }
             }
@@ -230,7 +252,13 @@ pub fn entity_step(state: &LoopState) -> Option<NextStep> {
                 for start in refs.iter().filter(|e| !started(e)).take(MAX_PARALLEL_ACTIONS) {
                     let what = wanted.map_or("related entities".to_string(), |t| format!("{} entities", t.as_str()));
                     reasons.push(format!("{what} related to the resolved entity"));
-                    actions.push(traversal(GraphQueryType::Neighbors, start, None, wanted, reasons.last().cloned().unwrap_or_default()));
+                    actions.push(traversal(
+                        GraphQueryType::Neighbors,
+                        start,
+                        None,
+                        wanted,
+                        reasons.last().cloned().unwrap_or_default(),
+                    ));
                 }
                 if actions.is_empty()
                     && let Some(wanted) = wanted
@@ -262,17 +290,32 @@ mod tests {
     use sleuth_messages::{GraphResult, RetrievalResult};
 
     use super::*;
-    use crate::{machine, stages::fixtures::{report, state_for as start}};
+    use crate::{
+        machine,
+        stages::fixtures::{report, state_for as start},
+    };
 
     fn entity_hit(id: &str, name: &str, alias: &str, t: EntityType) -> Hit {
         let mut metadata = JsonMap::new();
         metadata.insert("entity_type".into(), json!(t.as_str()));
         metadata.insert("aliases".into(), json!([alias]));
-        Hit { id: format!("{id}#0"), doc_id: id.into(), title: name.into(), text: format!("{name}."), score: 1.0, metadata }
+        Hit {
+            id: format!("{id}#0"),
+            doc_id: id.into(),
+            title: name.into(),
+            text: format!("{name}."),
+            score: 1.0,
+            metadata,
+        }
     }
 
     fn retrieval(hits: Vec<Hit>) -> ActionResult {
-        ActionResult::Retrieval(RetrievalResult { summary: String::new(), count: hits.len() as u32, raw_data: hits, from_cache: false })
+        ActionResult::Retrieval(RetrievalResult {
+            summary: String::new(),
+            count: hits.len() as u32,
+            raw_data: hits,
+            from_cache: false,
+        })
     }
 
     /// Plans `step`, records `results` slot by slot, grades the turn insufficient: the next turn's state.
@@ -299,8 +342,18 @@ mod tests {
         let step = entity_step(&state).expect("traversal");
         let Action::PgGraph { graph_intent } = &step.actions[0] else { panic!("{step:?}") };
         assert_eq!(graph_intent.query_type, GraphQueryType::Path);
-        assert_eq!((graph_intent.start.id.as_str(), graph_intent.end.as_ref().map(|e| e.id.as_str())), (luffy().doc_id.as_str(), Some(nami.doc_id.as_str())));
-        let result = GraphResult { summary: String::new(), paths: vec![], node_ids: vec![], count: 0, meta: JsonMap::new(), evidence: vec![] };
+        assert_eq!(
+            (graph_intent.start.id.as_str(), graph_intent.end.as_ref().map(|e| e.id.as_str())),
+            (luffy().doc_id.as_str(), Some(nami.doc_id.as_str()))
+        );
+        let result = GraphResult {
+            summary: String::new(),
+            paths: vec![],
+            node_ids: vec![],
+            count: 0,
+            meta: JsonMap::new(),
+            evidence: vec![],
+        };
         let state = run_turn(state, step, vec![ActionResult::Graph(result)]);
         assert_eq!(entity_step(&state), None, "nothing left once the path was asked for");
     }
@@ -313,13 +366,26 @@ mod tests {
         let state = run_turn(state, step, vec![retrieval(vec![luffy()]), retrieval(vec![])]);
         let step = entity_step(&state).expect("traversal");
         let Action::PgGraph { graph_intent } = &step.actions[0] else { panic!("{step:?}") };
-        assert_eq!((graph_intent.query_type, &graph_intent.filters["entity_type"]), (GraphQueryType::Neighbors, &json!("anime")));
+        assert_eq!(
+            (graph_intent.query_type, &graph_intent.filters["entity_type"]),
+            (GraphQueryType::Neighbors, &json!("anime"))
+        );
         let one_piece = EntityRef { entity_type: EntityType::Anime, id: "00000000-0000-0000-0000-0000000000ff".into() };
-        let result = GraphResult { summary: String::new(), paths: vec![], node_ids: vec![one_piece.clone()], count: 1, meta: JsonMap::new(), evidence: vec![] };
+        let result = GraphResult {
+            summary: String::new(),
+            paths: vec![],
+            node_ids: vec![one_piece.clone()],
+            count: 1,
+            meta: JsonMap::new(),
+            evidence: vec![],
+        };
         let state = run_turn(state, step, vec![ActionResult::Graph(result)]);
         let step = entity_step(&state).expect("fetch");
         let Action::QdrantSearch { search_intent } = &step.actions[0] else { panic!("{step:?}") };
-        assert_eq!((search_intent.entity_type, &search_intent.filters["id"]), (EntityType::Anime, &json!([one_piece.id])));
+        assert_eq!(
+            (search_intent.entity_type, &search_intent.filters["id"]),
+            (EntityType::Anime, &json!([one_piece.id]))
+        );
         let state = run_turn(state, step, vec![retrieval(vec![])]);
         assert_eq!(entity_step(&state), None);
     }

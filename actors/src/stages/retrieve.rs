@@ -16,7 +16,7 @@ use sleuth_messages::{
 use super::StageLogic;
 use crate::{
     machine,
-    retrieval::{cache::RetrievalCache, Retriever},
+    retrieval::{Retriever, cache::RetrievalCache},
     store::IndexGeneration,
 };
 
@@ -45,7 +45,9 @@ impl StageLogic for Retrieve {
                 let max = state.caps.max_hits_per_search.max(1);
                 match self.execute(search_intent, &state.analysis.literal_terms, max).await {
                     Ok(result) => ActionResult::Retrieval(result),
-                    Err(Failure::Invalid(message)) => ActionResult::Failed(ErrorResponse::new(ErrorKind::InvalidInput, message)),
+                    Err(Failure::Invalid(message)) => {
+                        ActionResult::Failed(ErrorResponse::new(ErrorKind::InvalidInput, message))
+                    }
                     Err(Failure::Backend(err)) => return Err(err),
                 }
             }
@@ -77,8 +79,12 @@ impl Retrieve {
     async fn execute(&self, intent: &SearchIntent, literals: &[String], max: u32) -> Result<RetrievalResult, Failure> {
         let r = &self.retriever;
         let documents = intent.entity_type == EntityType::Document;
-        let filter = if documents { r.parse_filter(&intent.filters) } else { r.parse_entity_filter(intent.entity_type, &intent.filters) }
-            .map_err(Failure::Invalid)?;
+        let filter = if documents {
+            r.parse_filter(&intent.filters)
+        } else {
+            r.parse_entity_filter(intent.entity_type, &intent.filters)
+        }
+        .map_err(Failure::Invalid)?;
         let limit = intent.limit.unwrap_or(self.top_k).clamp(1, max) as usize;
         let query = intent.query.as_deref().map(str::trim).filter(|q| !q.is_empty());
         // An entity search's filter always holds its type, so "nothing to search for" is judged on the intent.
@@ -106,7 +112,12 @@ impl Retrieve {
 
     /// The cache key, the index generation and the cached hits, when this search may use the cache. A store
     /// that cannot say the generation turns the cache off for this search rather than risk stale hits.
-    async fn cached(&self, intent: &SearchIntent, limit: usize, exact: &[String]) -> Option<(String, u64, Option<Vec<Hit>>)> {
+    async fn cached(
+        &self,
+        intent: &SearchIntent,
+        limit: usize,
+        exact: &[String],
+    ) -> Option<(String, u64, Option<Vec<Hit>>)> {
         let cache = self.cache.as_ref()?;
         let key = cache.key(intent, limit, exact)?;
         let generation = match self.generation.current().await {
@@ -142,7 +153,10 @@ impl Retrieve {
                 let edges: u64 = stats.edges_by_relation.values().sum();
                 text.push_str(&format!("The corpus holds {documents} documents in {chunks} indexed chunks. "));
                 let total: u64 = stats.entities_by_type.iter().filter(|(t, _)| *t != "document").map(|(_, n)| n).sum();
-                text.push_str(&format!("The entity graph holds {total} entities ({}) and {edges} edges. ", by_type.join(", ")));
+                text.push_str(&format!(
+                    "The entity graph holds {total} entities ({}) and {edges} edges. ",
+                    by_type.join(", ")
+                ));
                 metadata.insert("documents".into(), documents.into());
                 metadata.insert("entities_by_type".into(), serde_json::to_value(&stats.entities_by_type)?);
                 metadata.insert("edges_by_relation".into(), serde_json::to_value(&stats.edges_by_relation)?);

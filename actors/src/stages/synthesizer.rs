@@ -10,7 +10,7 @@ use sleuth_messages::{
     Action, AgentResponse, Card, Citation, EntityRef, JsonMap, LoopState, Stage, TerminationReason, WorkItem,
 };
 
-use super::{entity_answer::EntityAnswer, StageLogic};
+use super::{StageLogic, entity_answer::EntityAnswer};
 use crate::{machine, retrieval::entities, telemetry, text};
 
 /// Most sentences an extractive answer quotes.
@@ -159,7 +159,12 @@ pub fn synthesize(state: &LoopState) -> AgentResponse {
 }
 
 /// The answer to an entity question: the graph's statements and the entities' descriptions, each cited.
-fn entity_response(state: &LoopState, found: EntityAnswer<'_>, mut evidence: JsonMap, reason: TerminationReason) -> AgentResponse {
+fn entity_response(
+    state: &LoopState,
+    found: EntityAnswer<'_>,
+    mut evidence: JsonMap,
+    reason: TerminationReason,
+) -> AgentResponse {
     let mut answer = String::new();
     if reason.is_cap() {
         answer.push_str(&format!("Best available answer (stopped early: {}). ", reason.as_str()));
@@ -199,12 +204,23 @@ pub fn cited_numbers(answer: &str) -> Vec<u32> {
 }
 
 /// The response for an answer whose `[n]` name `cited`: citations checked, confidence from the last report.
-pub(crate) fn cited_response(state: &LoopState, answer: &str, cited: &[&Card], evidence: JsonMap, reason: TerminationReason) -> AgentResponse {
+pub(crate) fn cited_response(
+    state: &LoopState,
+    answer: &str,
+    cited: &[&Card],
+    evidence: JsonMap,
+    reason: TerminationReason,
+) -> AgentResponse {
     let (answer, removed) = verify_citations(answer, &state.cards);
     debug_assert_eq!(removed, 0, "deterministic citations always name retrieved cards");
     let citations = cited
         .iter()
-        .map(|c| Citation { n: c.n, hit_id: c.hit.id.clone(), doc_id: c.hit.doc_id.clone(), title: c.hit.title.clone() })
+        .map(|c| Citation {
+            n: c.n,
+            hit_id: c.hit.id.clone(),
+            doc_id: c.hit.doc_id.clone(),
+            title: c.hit.title.clone(),
+        })
         .collect();
     let source_entities: Vec<EntityRef> =
         cited.iter().map(|c| EntityRef { entity_type: entities::type_of(&c.hit), id: c.hit.doc_id.clone() }).collect();
@@ -246,7 +262,18 @@ mod tests {
     use sleuth_messages::{Hit, JsonMap};
 
     fn card(n: u32) -> Card {
-        Card { n, turn: 1, hit: Hit { id: format!("h{n}"), doc_id: format!("d{n}"), title: "t".into(), text: "x".into(), score: 1.0, metadata: JsonMap::new() } }
+        Card {
+            n,
+            turn: 1,
+            hit: Hit {
+                id: format!("h{n}"),
+                doc_id: format!("d{n}"),
+                title: "t".into(),
+                text: "x".into(),
+                score: 1.0,
+                metadata: JsonMap::new(),
+            },
+        }
     }
 
     #[test]

@@ -32,7 +32,12 @@ pub struct KvBucket {
 }
 
 impl KvBucket {
-    pub async fn open(js: &jetstream::Context, bucket: &str, ttl: Duration, description: &str) -> Result<KvBucket, StoreError> {
+    pub async fn open(
+        js: &jetstream::Context,
+        bucket: &str,
+        ttl: Duration,
+        description: &str,
+    ) -> Result<KvBucket, StoreError> {
         Ok(KvBucket { kv: open_kv(js, bucket, ttl, description).await? })
     }
 }
@@ -40,7 +45,12 @@ impl KvBucket {
 /// Opens a KV bucket, creating it if needed; `ttl` of zero keeps entries for ever. The backing stream is created
 /// directly because async-nats' `create_key_value` first reads account info in a shape nats-server 2.9 does not
 /// send.
-pub async fn open_kv(js: &jetstream::Context, bucket: &str, ttl: Duration, description: &str) -> Result<kv::Store, StoreError> {
+pub async fn open_kv(
+    js: &jetstream::Context,
+    bucket: &str,
+    ttl: Duration,
+    description: &str,
+) -> Result<kv::Store, StoreError> {
     js.get_or_create_stream(stream::Config {
         name: format!("KV_{bucket}"),
         subjects: vec![format!("$KV.{bucket}.>")],

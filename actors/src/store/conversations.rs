@@ -5,9 +5,9 @@
 use std::sync::Arc;
 
 use bytes::Bytes;
-use sleuth_messages::{codec, Conversation, ConversationTurn, Encoding};
+use sleuth_messages::{Conversation, ConversationTurn, Encoding, codec};
 
-use super::{bucket::Bucket, StoreError};
+use super::{StoreError, bucket::Bucket};
 
 pub struct Conversations {
     bucket: Arc<dyn Bucket>,
@@ -50,7 +50,8 @@ impl Conversations {
             conversation.turns.push(turn.clone());
             let excess = conversation.turns.len().saturating_sub(self.max_turns);
             conversation.turns.drain(..excess);
-            let bytes = codec::encode(&conversation, Encoding::MsgPack).map_err(|e| StoreError::Corrupt(e.to_string()))?;
+            let bytes =
+                codec::encode(&conversation, Encoding::MsgPack).map_err(|e| StoreError::Corrupt(e.to_string()))?;
             match self.bucket.put(id, Bytes::from(bytes), revision).await {
                 Ok(_) => return Ok(()),
                 Err(StoreError::Conflict) => continue,

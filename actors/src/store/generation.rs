@@ -5,11 +5,11 @@
 use std::sync::Arc;
 
 use bytes::Bytes;
-use sleuth_messages::{codec, subjects::Subjects, Encoding};
+use sleuth_messages::{Encoding, codec, subjects::Subjects};
 
 use super::{
-    bucket::{Bucket, KvBucket},
     StoreError,
+    bucket::{Bucket, KvBucket},
 };
 
 const KEY: &str = "index_generation";
@@ -25,8 +25,13 @@ impl IndexGeneration {
     }
 
     /// The deployment's counter, in the `sleuth_meta` KV bucket (created if needed, entries kept for ever).
-    pub async fn on_nats(js: &async_nats::jetstream::Context, subjects: &Subjects) -> Result<IndexGeneration, StoreError> {
-        let bucket = KvBucket::open(js, &subjects.meta_bucket(), std::time::Duration::ZERO, "sleuth deployment counters").await?;
+    pub async fn on_nats(
+        js: &async_nats::jetstream::Context,
+        subjects: &Subjects,
+    ) -> Result<IndexGeneration, StoreError> {
+        let bucket =
+            KvBucket::open(js, &subjects.meta_bucket(), std::time::Duration::ZERO, "sleuth deployment counters")
+                .await?;
         Ok(IndexGeneration::new(Arc::new(bucket)))
     }
 

@@ -4,7 +4,7 @@
 use std::{collections::HashMap, sync::Mutex};
 
 use async_trait::async_trait;
-use sleuth_messages::{codec, Encoding, LoopState};
+use sleuth_messages::{Encoding, LoopState, codec};
 use uuid::Uuid;
 
 use super::{StateStore, StoreError};
@@ -34,7 +34,9 @@ impl StateStore for MemoryStore {
         let entry = self.entries.lock().expect("store poisoned").get(&request_id).cloned();
         entry
             .map(|(bytes, rev)| {
-                codec::decode::<LoopState>(&bytes).map(|(s, _)| (s, rev)).map_err(|e| StoreError::Corrupt(e.to_string()))
+                codec::decode::<LoopState>(&bytes)
+                    .map(|(s, _)| (s, rev))
+                    .map_err(|e| StoreError::Corrupt(e.to_string()))
             })
             .transpose()
     }

@@ -6,7 +6,7 @@ use std::time::Duration;
 use async_nats::jetstream::{self, kv};
 use async_trait::async_trait;
 use bytes::Bytes;
-use sleuth_messages::{codec, Encoding, LoopState};
+use sleuth_messages::{Encoding, LoopState, codec};
 use uuid::Uuid;
 
 use super::{StateStore, StoreError};

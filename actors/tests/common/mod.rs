@@ -11,7 +11,7 @@ use std::{
     time::Duration,
 };
 
-use serde_json::{json, Value};
+use serde_json::{Value, json};
 use tokio::{
     io::{AsyncReadExt, AsyncWriteExt},
     net::TcpListener,
@@ -128,8 +128,10 @@ where
                     buf.extend_from_slice(&chunk[..n]);
                     let Some(split) = buf.windows(4).position(|w| w == b"\r\n\r\n") else { continue };
                     let head = String::from_utf8_lossy(&buf[..split]).to_lowercase();
-                    let len: usize =
-                        head.lines().find_map(|l| l.strip_prefix("content-length:").map(|v| v.trim().parse().unwrap())).unwrap_or(0);
+                    let len: usize = head
+                        .lines()
+                        .find_map(|l| l.strip_prefix("content-length:").map(|v| v.trim().parse().unwrap()))
+                        .unwrap_or(0);
                     if buf.len() >= split + 4 + len {
                         break serde_json::from_slice::<Value>(&buf[split + 4..split + 4 + len]).unwrap();
                     }

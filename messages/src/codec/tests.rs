@@ -4,8 +4,9 @@ use uuid::Uuid;
 
 use super::*;
 use crate::{
+    JsonMap,
     analysis::{AskRequest, ComplexityScore, QueryAnalysis, QueryType, RetrieverWeights, Route},
-    conversation::{valid_conversation_id, Conversation, ConversationTurn},
+    conversation::{Conversation, ConversationTurn, valid_conversation_id},
     envelope::{Envelope, Stage, WorkItem},
     intent::{EntityRef, EntityType, GraphIntent, GraphLimits, GraphQueryType, SearchIntent},
     loop_state::{ActionOutcome, ActionResult, Caps, Card, Counters, LoopState, Outcome, Phase, TurnRecord},
@@ -13,7 +14,6 @@ use crate::{
     response::{AgentResponse, Citation, TerminationReason},
     result::{GraphPath, GraphResult, Hit, RetrievalResult},
     step::{Action, NextStep},
-    JsonMap,
 };
 
 fn request_id() -> Uuid {
@@ -35,7 +35,14 @@ fn work_item() -> WorkItem {
 }
 
 fn hit(id: &str) -> Hit {
-    Hit { id: id.into(), doc_id: id.into(), title: format!("Title {id}"), text: "text".into(), score: 1.5, metadata: JsonMap::new() }
+    Hit {
+        id: id.into(),
+        doc_id: id.into(),
+        title: format!("Title {id}"),
+        text: "text".into(),
+        score: 1.5,
+        metadata: JsonMap::new(),
+    }
 }
 
 fn sample_state() -> LoopState {
@@ -104,7 +111,13 @@ fn sample_state() -> LoopState {
         traceparent: Some("00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01".into()),
         created_ms: 1,
         deadline_ms: 2,
-        caps: Caps { max_turns: 5, no_new_information_rounds: 2, max_zero_result_steps: 3, max_hits_per_search: 8, token_budget: 0 },
+        caps: Caps {
+            max_turns: 5,
+            no_new_information_rounds: 2,
+            max_zero_result_steps: 3,
+            max_hits_per_search: 8,
+            token_budget: 0,
+        },
         turn: 1,
         phase: Phase::Acting { pending: vec![1] },
         stop_reason: None,
@@ -188,10 +201,24 @@ fn lane_requests_golden_bytes_do_not_drift() {
 #[test]
 fn graph_result_golden_bytes_do_not_drift() {
     // Without evidence, a graph result encodes exactly as before the field existed.
-    let mut result = GraphResult { summary: "p".into(), paths: vec![], node_ids: vec![], count: 1, meta: JsonMap::new(), evidence: vec![] };
+    let mut result = GraphResult {
+        summary: "p".into(),
+        paths: vec![],
+        node_ids: vec![],
+        count: 1,
+        meta: JsonMap::new(),
+        evidence: vec![],
+    };
     let hex: String = encode(&result, Encoding::MsgPack).unwrap().iter().map(|b| format!("{b:02x}")).collect();
     assert_eq!(hex, GOLDEN_GRAPH_RESULT);
-    result.evidence.push(Hit { id: "e".into(), doc_id: "n".into(), title: "t".into(), text: "x".into(), score: 1.0, metadata: JsonMap::new() });
+    result.evidence.push(Hit {
+        id: "e".into(),
+        doc_id: "n".into(),
+        title: "t".into(),
+        text: "x".into(),
+        score: 1.0,
+        metadata: JsonMap::new(),
+    });
     let hex: String = encode(&result, Encoding::MsgPack).unwrap().iter().map(|b| format!("{b:02x}")).collect();
     assert_eq!(hex, GOLDEN_GRAPH_RESULT_WITH_EVIDENCE);
     let (back, _): (GraphResult, _) = decode(&encode(&result, Encoding::MsgPack).unwrap()).unwrap();
@@ -237,7 +264,8 @@ fn retrieval_result_golden_bytes_do_not_drift() {
 
 // Both cross-checked with Python's msgpack: packb({"summary": "s", "raw_data": [], "count": 0[, "from_cache": True]}).
 const GOLDEN_RETRIEVAL_RESULT: &str = "83a773756d6d617279a173a87261775f6461746190a5636f756e7400";
-const GOLDEN_RETRIEVAL_RESULT_FROM_CACHE: &str = "84a773756d6d617279a173a87261775f6461746190a5636f756e7400aa66726f6d5f6361636865c3";
+const GOLDEN_RETRIEVAL_RESULT_FROM_CACHE: &str =
+    "84a773756d6d617279a173a87261775f6461746190a5636f756e7400aa66726f6d5f6361636865c3";
 
 #[test]
 fn conversation_golden_bytes_do_not_drift() {
@@ -308,8 +336,7 @@ fn oversized_payload_is_refused_before_parsing() {
 
 #[test]
 fn unknown_schema_version_is_reported_as_such() {
-    let response: ErrorResponse =
-        decode::<AskRequest>(br#"{"query":"x","schema_version":99}"#).unwrap_err().into();
+    let response: ErrorResponse = decode::<AskRequest>(br#"{"query":"x","schema_version":99}"#).unwrap_err().into();
     assert_eq!(response.kind, ErrorKind::UnsupportedVersion);
 
     let mut item = work_item();
@@ -336,7 +363,9 @@ fn unknown_fields_are_ignored_so_old_readers_survive_additions() {
 fn next_step_validation_enforces_the_parallel_cap() {
     let search = |q: &str| Action::QdrantSearch { search_intent: SearchIntent::documents("", q) };
     assert!(NextStep { rationale: String::new(), actions: vec![search("a"), search("b")] }.validate().is_ok());
-    assert!(NextStep { rationale: String::new(), actions: vec![search("a"), search("b"), search("c")] }.validate().is_err());
+    assert!(
+        NextStep { rationale: String::new(), actions: vec![search("a"), search("b"), search("c")] }.validate().is_err()
+    );
     assert!(NextStep { rationale: String::new(), actions: vec![] }.validate().is_err());
     assert!(NextStep { rationale: String::new(), actions: vec![search("a"), Action::Final {}] }.validate().is_err());
 }

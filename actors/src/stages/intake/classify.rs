@@ -9,36 +9,94 @@ use crate::text;
 
 /// Patterns per type, English, French, Spanish and German, matched case-insensitively.
 const COMPARATIVE: &[&str] = &[
-    r"\bcompar\w*", r"\bversus\b", r"\bvs\.?\s", r"\bdifferen(ce|ces|t) between\b", r"\bdiffer\b", r"\bpar rapport [àa]\b",
-    r"\bdiff[ée]rences? entre\b", r"\bdiferencias? entre\b", r"\bfrente a\b", r"\bvergleich\w*", r"\bunterschied\w*",
-    r"\bwho (lived|was born|died) (longer|first|later|earlier)\b", r"\b(older|younger|earlier|later|first)\b.*,.*\bor\b",
-    r"\bthe same (country|nationality|place|city)\b", r"\bboth\b.*\bsame\b",
+    r"\bcompar\w*",
+    r"\bversus\b",
+    r"\bvs\.?\s",
+    r"\bdifferen(ce|ces|t) between\b",
+    r"\bdiffer\b",
+    r"\bpar rapport [àa]\b",
+    r"\bdiff[ée]rences? entre\b",
+    r"\bdiferencias? entre\b",
+    r"\bfrente a\b",
+    r"\bvergleich\w*",
+    r"\bunterschied\w*",
+    r"\bwho (lived|was born|died) (longer|first|later|earlier)\b",
+    r"\b(older|younger|earlier|later|first)\b.*,.*\bor\b",
+    r"\bthe same (country|nationality|place|city)\b",
+    r"\bboth\b.*\bsame\b",
 ];
 const RELATIONAL: &[&str] = &[
-    r"\brelated\b", r"\brelationship\b", r"\bconnect(ed|ion)\b", r"\blink(ed)? (between|to)\b", r"\brelation\b",
-    r"\bli[ée]s?\b", r"\blien entre\b", r"\brelaci[óo]n\b", r"\brelacionad[oa]s?\b", r"\bbeziehung\b",
-    r"\bverbunden\b", r"\bzusammenhang\b",
+    r"\brelated\b",
+    r"\brelationship\b",
+    r"\bconnect(ed|ion)\b",
+    r"\blink(ed)? (between|to)\b",
+    r"\brelation\b",
+    r"\bli[ée]s?\b",
+    r"\blien entre\b",
+    r"\brelaci[óo]n\b",
+    r"\brelacionad[oa]s?\b",
+    r"\bbeziehung\b",
+    r"\bverbunden\b",
+    r"\bzusammenhang\b",
 ];
 const ANALYTICAL: &[&str] = &[
-    r"\bwhy\b", r"\bexplain\w*", r"\banaly[sz]\w*", r"\bevaluat\w+", r"\bassess\w*", r"\bimpact of\b",
-    r"\bpourquoi\b", r"\bexpliqu\w+", r"\b[ée]valuer\b", r"\bpor qu[ée]\b", r"\bexplicar\b", r"\banalizar\b",
-    r"\bwarum\b", r"\berkl[äa]r\w*", r"\bbewerten\b",
+    r"\bwhy\b",
+    r"\bexplain\w*",
+    r"\banaly[sz]\w*",
+    r"\bevaluat\w+",
+    r"\bassess\w*",
+    r"\bimpact of\b",
+    r"\bpourquoi\b",
+    r"\bexpliqu\w+",
+    r"\b[ée]valuer\b",
+    r"\bpor qu[ée]\b",
+    r"\bexplicar\b",
+    r"\banalizar\b",
+    r"\bwarum\b",
+    r"\berkl[äa]r\w*",
+    r"\bbewerten\b",
 ];
 const PROCEDURAL: &[&str] = &[
-    r"^how (do|can|should) (i|we|you)\b", r"\bhow to\b", r"\bsteps?\b", r"\bprocedure\b", r"\binstall\w*",
-    r"\bconfigur\w+", r"\bset ?up\b", r"^comment (faire|puis|peut|on)\b", r"\b[ée]tapes\b", r"\bproc[ée]dure\b",
-    r"^c[óo]mo (puedo|se|hago)\b", r"\bpasos\b", r"\bprocedimiento\b", r"^wie (kann|mache|installiere)\b",
-    r"\bschritte\b", r"\banleitung\b",
+    r"^how (do|can|should) (i|we|you)\b",
+    r"\bhow to\b",
+    r"\bsteps?\b",
+    r"\bprocedure\b",
+    r"\binstall\w*",
+    r"\bconfigur\w+",
+    r"\bset ?up\b",
+    r"^comment (faire|puis|peut|on)\b",
+    r"\b[ée]tapes\b",
+    r"\bproc[ée]dure\b",
+    r"^c[óo]mo (puedo|se|hago)\b",
+    r"\bpasos\b",
+    r"\bprocedimiento\b",
+    r"^wie (kann|mache|installiere)\b",
+    r"\bschritte\b",
+    r"\banleitung\b",
 ];
 const EXPLORATORY: &[&str] = &[
-    r"\boverview\b", r"\bsummar\w+", r"^tell me about\b", r"^what are the main\b", r"\bthemes?\b", r"\btopics?\b",
-    r"\br[ée]sum\w+", r"\baper[çc]u\b", r"^parle[sz]?[- ]moi de\b", r"\bresumen\b", r"\bresumir\b",
-    r"^h[áa]blame de\b", r"\bpanorama\b", r"[üu]berblick\b", r"\bzusammenfass\w+", r"^erz[äa]hl\w* mir\b",
+    r"\boverview\b",
+    r"\bsummar\w+",
+    r"^tell me about\b",
+    r"^what are the main\b",
+    r"\bthemes?\b",
+    r"\btopics?\b",
+    r"\br[ée]sum\w+",
+    r"\baper[çc]u\b",
+    r"^parle[sz]?[- ]moi de\b",
+    r"\bresumen\b",
+    r"\bresumir\b",
+    r"^h[áa]blame de\b",
+    r"\bpanorama\b",
+    r"[üu]berblick\b",
+    r"\bzusammenfass\w+",
+    r"^erz[äa]hl\w* mir\b",
 ];
 /// Question words that open a factual question.
 const FACTUAL: &[&str] = &[
     r"^(who|whom|whose|what|when|where|which|how (many|much|old|long)|is|are|was|were|did|does|do|has|have)\b",
-    r"^(qui|que|quoi|quand|o[ùu]|quel(le)?s?|combien|est-ce)\b", r"^¿?(qui[ée]n|qu[ée]|cu[áa]ndo|d[óo]nde|cu[áa]l|cu[áa]nt[oa]s?)\b",
+    r"^(qui|que|quoi|quand|o[ùu]|quel(le)?s?|combien|est-ce)\b",
+    r"^¿?(qui[ée]n|qu[ée]|cu[áa]ndo|d[óo]nde|cu[áa]l|cu[áa]nt[oa]s?)\b",
     r"^(wer|was|wann|wo|welche[rsn]?|wie viele|ist|sind)\b",
 ];
 
@@ -65,7 +123,11 @@ pub fn classify(question: &str, entities: usize, asks_type_of_named: bool) -> (Q
     let lower = question.to_lowercase();
     let mut matched: Vec<QueryType> = SETS.iter().filter(|(_, set)| set.is_match(&lower)).map(|(t, _)| *t).collect();
     // "Compare" needs two things to compare; "both ... same" needs two names.
-    if matched.first() == Some(&QueryType::Comparative) && entities < 2 && !lower.contains("compar") && !lower.contains("vergleich") {
+    if matched.first() == Some(&QueryType::Comparative)
+        && entities < 2
+        && !lower.contains("compar")
+        && !lower.contains("vergleich")
+    {
         matched.remove(0);
     }
     if asks_type_of_named && !matched.contains(&QueryType::Relational) {

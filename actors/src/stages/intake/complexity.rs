@@ -17,20 +17,62 @@ pub const AMBIGUOUS_BELOW_CHARS: usize = 15;
 /// whole words, case-insensitively. Each pattern counts once.
 const KEYWORDS: &[&str] = &[
     // English
-    r"why", r"explain\w*", r"analy[sz]e\w*", r"analysis", r"evaluat\w+", r"assess\w*", r"compar\w+", r"versus",
-    r"vs\.?", r"differen\w+", r"advantages?", r"disadvantages?", r"pros and cons", r"trade-?offs?", r"impacts?",
-    r"causes?", r"consequences?", r"steps?", r"process(es)?", r"summari[sz]e\w*", r"overview", r"relationships?",
+    r"why",
+    r"explain\w*",
+    r"analy[sz]e\w*",
+    r"analysis",
+    r"evaluat\w+",
+    r"assess\w*",
+    r"compar\w+",
+    r"versus",
+    r"vs\.?",
+    r"differen\w+",
+    r"advantages?",
+    r"disadvantages?",
+    r"pros and cons",
+    r"trade-?offs?",
+    r"impacts?",
+    r"causes?",
+    r"consequences?",
+    r"steps?",
+    r"process(es)?",
+    r"summari[sz]e\w*",
+    r"overview",
+    r"relationships?",
     r"implications?",
     // French
     // (Words an English pattern already matches, such as "comparer" or "analyser", are not repeated.)
-    r"pourquoi", r"expliqu\w+", r"[ée]valuer", r"avantages?", r"inconv[ée]nients?", r"processus", r"[ée]tapes?",
-    r"r[ée]sum(er|[ée])", r"différen\w+", r"conséquences?",
+    r"pourquoi",
+    r"expliqu\w+",
+    r"[ée]valuer",
+    r"avantages?",
+    r"inconv[ée]nients?",
+    r"processus",
+    r"[ée]tapes?",
+    r"r[ée]sum(er|[ée])",
+    r"différen\w+",
+    r"conséquences?",
     // Spanish
-    r"por qu[ée]", r"explicar", r"analizar", r"ventajas?", r"desventajas?", r"proceso", r"pasos",
-    r"resumir", r"diferencias?",
+    r"por qu[ée]",
+    r"explicar",
+    r"analizar",
+    r"ventajas?",
+    r"desventajas?",
+    r"proceso",
+    r"pasos",
+    r"resumir",
+    r"diferencias?",
     // German
-    r"warum", r"erkl[äa]r\w*", r"analysieren", r"vergleich\w*", r"vorteile?", r"nachteile?", r"prozess\w*",
-    r"schritte?", r"zusammenfass\w+", r"unterschied\w*",
+    r"warum",
+    r"erkl[äa]r\w*",
+    r"analysieren",
+    r"vergleich\w*",
+    r"vorteile?",
+    r"nachteile?",
+    r"prozess\w*",
+    r"schritte?",
+    r"zusammenfass\w+",
+    r"unterschied\w*",
 ];
 
 /// Database meta-questions: about the corpus itself, which only `database_stats` can answer.
@@ -121,7 +163,16 @@ pub fn score(f: Factors) -> ComplexityScore {
         "{:?} ({query_type}) with {} entities, {} sub-questions, {} complexity keywords, confidence {:.2}: {score:.3}",
         f.query_type, f.entities, f.subquestions, f.keywords, f.confidence
     );
-    ComplexityScore { score, query_type, entity_count, subquestion_count, keyword_matches, low_confidence, reason, overrides: Vec::new() }
+    ComplexityScore {
+        score,
+        query_type,
+        entity_count,
+        subquestion_count,
+        keyword_matches,
+        low_confidence,
+        reason,
+        overrides: Vec::new(),
+    }
 }
 
 /// The route for a score: fast below 0.35, enhanced below 0.55, agent from there.
@@ -146,7 +197,13 @@ pub fn raise(complexity: &mut ComplexityScore, floor: f32, name: &str, why: &str
 mod tests {
     use super::*;
 
-    fn factors(query_type: QueryType, confidence: f32, entities: usize, subquestions: usize, keywords: usize) -> Factors {
+    fn factors(
+        query_type: QueryType,
+        confidence: f32,
+        entities: usize,
+        subquestions: usize,
+        keywords: usize,
+    ) -> Factors {
         Factors { query_type, confidence, entities, subquestions, keywords }
     }
 
@@ -158,10 +215,16 @@ mod tests {
             assert_eq!(score(factors(QueryType::Factual, 0.9, 0, 1, n)).keyword_matches, want, "keywords {n}");
         }
         for (n, want) in [(0, 0.0), (1, 0.0), (2, 1.0 / 3.0), (3, 2.0 / 3.0), (4, 1.0), (7, 1.0)] {
-            assert!((score(factors(QueryType::Factual, 0.9, 0, n, 0)).subquestion_count - want).abs() < 1e-6, "subquestions {n}");
+            assert!(
+                (score(factors(QueryType::Factual, 0.9, 0, n, 0)).subquestion_count - want).abs() < 1e-6,
+                "subquestions {n}"
+            );
         }
         for (c, want) in [(0.9, 0.0), (0.7, 0.0), (0.6, 0.2), (0.45, 0.5), (0.2, 1.0), (0.0, 1.0)] {
-            assert!((score(factors(QueryType::Factual, c, 0, 1, 0)).low_confidence - want).abs() < 1e-6, "confidence {c}");
+            assert!(
+                (score(factors(QueryType::Factual, c, 0, 1, 0)).low_confidence - want).abs() < 1e-6,
+                "confidence {c}"
+            );
         }
         let types = [
             (QueryType::Factual, 0.0),
@@ -236,7 +299,11 @@ mod tests {
         ] {
             assert!(is_meta_question(q), "{q}");
         }
-        for q in ["How many children did Lothair II have?", "Which documents mention Luffy's hat?", "Who wrote the documents of 1848?"] {
+        for q in [
+            "How many children did Lothair II have?",
+            "Which documents mention Luffy's hat?",
+            "Who wrote the documents of 1848?",
+        ] {
             assert!(!is_meta_question(q), "{q}");
         }
     }

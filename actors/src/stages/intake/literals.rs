@@ -66,10 +66,19 @@ mod tests {
         let cases: &[(&str, &[&str])] = &[
             (r#"Where does "Gum-Gum Pistol" appear?"#, &["Gum-Gum Pistol"]),
             ("Why does `cargo build` fail with E0308?", &["cargo build", "E0308"]),
-            ("What causes TypeError: x is undefined in the dashboard?", &["TypeError: x is undefined in the dashboard"]),
-            ("Fix NullPointerException at com.acme.Foo.bar(Foo.java:42)", &["NullPointerException", "com.acme.Foo.bar(Foo.java:42)"]),
+            (
+                "What causes TypeError: x is undefined in the dashboard?",
+                &["TypeError: x is undefined in the dashboard"],
+            ),
+            (
+                "Fix NullPointerException at com.acme.Foo.bar(Foo.java:42)",
+                &["NullPointerException", "com.acme.Foo.bar(Foo.java:42)"],
+            ),
             ("panic at src/main.rs:10:5 after upgrade", &["src/main.rs:10:5"]),
-            ("connection fails with ECONNREFUSED and ERR_CONNECTION_REFUSED", &["ECONNREFUSED", "ERR_CONNECTION_REFUSED"]),
+            (
+                "connection fails with ECONNREFUSED and ERR_CONNECTION_REFUSED",
+                &["ECONNREFUSED", "ERR_CONNECTION_REFUSED"],
+            ),
             ("What changed in commit 3f2a9c1 for JIRA-4521?", &["3f2a9c1", "JIRA-4521"]),
             ("Status of request 0192f7a4-5b6c-7d8e-9f00-112233445566?", &["0192f7a4-5b6c-7d8e-9f00-112233445566"]),
             ("ORA-00942 table or view does not exist", &["ORA-00942"]),

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use sleuth_messages::{ConversationTurn, QueryRewrite};
 
-use crate::llm::{prompts, structured, Agent, ChatMessage, LlmAgent, Usage};
+use crate::llm::{Agent, ChatMessage, LlmAgent, Usage, prompts, structured};
 
 /// The rewrite and what it cost, or `None` (with what the failed attempts cost) when the deterministic rewriter
 /// should decide.

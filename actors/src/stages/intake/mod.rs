@@ -10,23 +10,48 @@ mod llm_rewrite;
 mod rewrite;
 
 use sleuth_messages::{
-    conversation::valid_conversation_id, AskRequest, ClarifyingQuestion, ConversationTurn, ErrorKind, ErrorResponse,
-    QueryAnalysis, QueryType, ReplyTo, Route, SCHEMA_VERSION,
+    AskRequest, ClarifyingQuestion, ConversationTurn, ErrorKind, ErrorResponse, QueryAnalysis, QueryType, ReplyTo,
+    Route, SCHEMA_VERSION, conversation::valid_conversation_id,
 };
 use uuid::Uuid;
 
 use crate::{
     machine::{self, NewRequest},
-    runtime::{publish_all, NodeContext},
+    runtime::{NodeContext, publish_all},
     store::StoreError,
     telemetry, text,
 };
 
 /// Relation nouns that make a question multi-hop: "X's mother", "the director of X".
 pub const RELATION_NOUNS: &[&str] = &[
-    "mother", "father", "parent", "son", "daughter", "wife", "husband", "spouse", "brother", "sister", "child",
-    "director", "composer", "author", "creator", "founder", "producer", "performer", "writer", "grandfather",
-    "grandmother", "uncle", "aunt", "successor", "predecessor", "studio", "captain", "mentor",
+    "mother",
+    "father",
+    "parent",
+    "son",
+    "daughter",
+    "wife",
+    "husband",
+    "spouse",
+    "brother",
+    "sister",
+    "child",
+    "director",
+    "composer",
+    "author",
+    "creator",
+    "founder",
+    "producer",
+    "performer",
+    "writer",
+    "grandfather",
+    "grandmother",
+    "uncle",
+    "aunt",
+    "successor",
+    "predecessor",
+    "studio",
+    "captain",
+    "mentor",
 ];
 
 /// True for a relation noun, singular or plural ("director", "directors").
@@ -133,9 +158,12 @@ fn understand(
     } else if route == Route::Fast && !literal_terms.is_empty() {
         // Literals must be found verbatim, and only the grader checks that they were (seed 003).
         score.overrides.push("literal_constraints".into());
-        score.reason = format!("{}; literal constraints must be verified in the evidence: at least enhanced", score.reason);
+        score.reason =
+            format!("{}; literal constraints must be verified in the evidence: at least enhanced", score.reason);
         route = Route::Enhanced;
-    } else if route == Route::Fast && (asks_type_of_named || (query_type == QueryType::Relational && entities.len() >= 2)) {
+    } else if route == Route::Fast
+        && (asks_type_of_named || (query_type == QueryType::Relational && entities.len() >= 2))
+    {
         // "Which anime is Luffy in?" resolves Luffy, traverses the graph, then fetches what it reached; "How is
         // Luffy related to Nami?" resolves both and asks for the path.
         score.overrides.push("entity_graph".into());
@@ -169,15 +197,18 @@ async fn publish_state(ctx: &NodeContext, state: &sleuth_messages::LoopState) ->
 
 /// The questions to ask back about an ambiguous question: one or two, each with its reason.
 fn clarify(question: &str, why: &str) -> Vec<ClarifyingQuestion> {
-    let ask = |q: &str, blocking: bool| ClarifyingQuestion { question: q.to_string(), reason: why.to_string(), blocking };
+    let ask =
+        |q: &str, blocking: bool| ClarifyingQuestion { question: q.to_string(), reason: why.to_string(), blocking };
     match why {
         "several question marks" => vec![ask("Which single question should I answer first?", true)],
-        "several alternatives" => vec![
-            ask("Which of the alternatives do you mean?", true),
-            ask("Or should I compare all of them?", false),
-        ],
+        "several alternatives" => {
+            vec![ask("Which of the alternatives do you mean?", true), ask("Or should I compare all of them?", false)]
+        }
         _ => vec![
-            ask(&format!("\"{question}\" names nothing I can look up: which person, work or document is it about?"), true),
+            ask(
+                &format!("\"{question}\" names nothing I can look up: which person, work or document is it about?"),
+                true,
+            ),
             ask("What would you like to know about it?", false),
         ],
     }
@@ -260,7 +291,8 @@ pub async fn submit(
             return Ok(request_id);
         }
         Err(e) => {
-            return Err(ErrorResponse::new(ErrorKind::Unavailable, format!("cannot store loop state: {e}")).for_request(request_id));
+            return Err(ErrorResponse::new(ErrorKind::Unavailable, format!("cannot store loop state: {e}"))
+                .for_request(request_id));
         }
     }
     tracing::info!(
@@ -333,7 +365,11 @@ mod tests {
             ("How is Luffy related to Nami?", Route::Enhanced, Some("entity_graph")),
             ("Which film came out first, 3 Dots or Dying God?", Route::Enhanced, None),
             (r#"Where does "Gum-Gum Pistol" appear?"#, Route::Enhanced, Some("literal_constraints")),
-            ("Why and how did the Straw Hat Pirates, the Marines and the Revolutionary Army compare?", Route::Agent, None),
+            (
+                "Why and how did the Straw Hat Pirates, the Marines and the Revolutionary Army compare?",
+                Route::Agent,
+                None,
+            ),
             ("How many documents are in the database?", Route::Agent, Some("database_meta")),
             ("Combien de documents ?", Route::Agent, Some("database_meta")),
             ("Wie viele Dokumente gibt es?", Route::Agent, Some("database_meta")),
@@ -345,7 +381,9 @@ mod tests {
             let a = analyze(&normalize(q));
             assert_eq!(a.route, *route, "{q}: {}", a.complexity.reason);
             match applied {
-                Some(name) => assert!(a.complexity.overrides.iter().any(|o| o == name), "{q}: {:?}", a.complexity.overrides),
+                Some(name) => {
+                    assert!(a.complexity.overrides.iter().any(|o| o == name), "{q}: {:?}", a.complexity.overrides)
+                }
                 None => assert!(a.complexity.overrides.is_empty(), "{q}: {:?}", a.complexity.overrides),
             }
         }

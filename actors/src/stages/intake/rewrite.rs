@@ -34,8 +34,11 @@ pub fn resolve(question: &str, previous: Option<&ConversationTurn>) -> (String, 
     let span = find_name(frame, entity);
     let referent = span.map_or(entity.as_str(), |(start, end)| &frame[start..end]);
     // A question that names its own entities keeps its pronouns: they refer to those.
-    let (substituted, mut notes) =
-        if text::name_spans(question).is_empty() { substitute(question, referent) } else { (question.to_string(), Vec::new()) };
+    let (substituted, mut notes) = if text::name_spans(question).is_empty() {
+        substitute(question, referent)
+    } else {
+        (question.to_string(), Vec::new())
+    };
     let body = strip_ellipsis(&substituted);
     let Some(body) = body.filter(|b| !starts_with_question_word(b)) else { return (substituted, notes) };
     // An elliptical follow-up borrows the previous question's frame: its entity is replaced by the fragment.
@@ -209,14 +212,23 @@ mod tests {
             ("Who is Luffy?", QueryType::Factual, e(&["Luffy"]), 1),
             ("Who directed Alien and when was it released?", QueryType::Factual, e(&["Alien"]), 2),
             ("Who is Luffy? Where was Nami born?", QueryType::Factual, e(&["Luffy", "Nami"]), 2),
-            ("Compare les avantages et inconvenients du processus X par rapport a Y", QueryType::Comparative, e(&["X", "Y"]), 3),
+            (
+                "Compare les avantages et inconvenients du processus X par rapport a Y",
+                QueryType::Comparative,
+                e(&["X", "Y"]),
+                3,
+            ),
             ("Which film came out first, 3 Dots or Dying God?", QueryType::Comparative, e(&["3 Dots", "Dying God"]), 3),
         ];
         for (q, t, entities, n) in cases {
             let parts = decompose(q, *t, entities);
             assert_eq!(parts.len(), *n, "{q}: {parts:?}");
         }
-        let parts = decompose("Which film came out first, 3 Dots or Dying God?", QueryType::Comparative, &e(&["3 Dots", "Dying God"]));
+        let parts = decompose(
+            "Which film came out first, 3 Dots or Dying God?",
+            QueryType::Comparative,
+            &e(&["3 Dots", "Dying God"]),
+        );
         assert!(parts[0].starts_with("3 Dots ") && !parts[0].contains("Dying"), "{parts:?}");
         assert!(parts[1].starts_with("Dying God ") && !parts[1].contains("Dots"), "{parts:?}");
     }
