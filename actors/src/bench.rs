@@ -87,8 +87,16 @@ pub async fn run(
                         (client.clone(), subjects.clone(), questions[i % questions.len()].clone());
                     async move {
                         let t = Instant::now();
-                        let reply =
-                            client::ask_with(&client, &subjects, AskRequest::new(q), timeout, None).await.ok()?;
+                        let reply = client::ask_with(
+                            &client,
+                            &subjects,
+                            AskRequest::new(q),
+                            timeout,
+                            None,
+                            &Default::default(),
+                        )
+                        .await
+                        .ok()?;
                         matches!(reply.outcome, Outcome::Answer(_)).then(|| t.elapsed())
                     }
                 })

@@ -160,23 +160,60 @@ fn parse_stages(names: &[String]) -> anyhow::Result<Vec<Stage>> {
         .collect()
 }
 
+/// The `service.name` spans go out under: `telemetry.service_name`, else `sleuth-<stage>` for a process that
+/// serves one stage, else `sleuth`.
+fn service_name(config: &Config, command: &Command) -> String {
+    if let Some(name) = &config.telemetry.service_name {
+        return name.clone();
+    }
+    match command {
+        Command::Serve { stages } => match parse_stages(stages).as_deref() {
+            Ok([stage]) => crate::endpoint::service_name(*stage),
+            _ => "sleuth".into(),
+        },
+        _ => "sleuth".into(),
+    }
+}
+
 pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     let serving = matches!(cli.command, Command::Serve { .. });
-    telemetry::init(if serving { "info" } else { "warn" });
     let config = Config::load(cli.config)?;
-    match cli.command {
+    let telemetry = telemetry::init(
+        if serving { "info" } else { "warn" },
+        &service_name(&config, &cli.command),
+        &config.telemetry,
+    )?;
+    let outcome = command(cli.command, config).await;
+    telemetry.shutdown();
+    outcome
+}
+
+async fn command(command: Command, config: Config) -> anyhow::Result<ExitCode> {
+    match command {
         Command::Ask { question, json, watch, max_turns, timeout_ms, conversation } => {
             let mut request = AskRequest::new(question);
             request.max_turns = max_turns;
             request.timeout_ms = timeout_ms;
             request.conversation_id = conversation;
+            let request_id = *request.request_id.get_or_insert_with(uuid::Uuid::now_v7);
             let mut printer = |e: &sleuth_messages::Event| eprintln!("{}", client::render_event(e));
             let on_event: Option<&mut (dyn FnMut(&sleuth_messages::Event) + Send)> =
                 if watch { Some(&mut printer) } else { None };
             let (reply, state) = match &config.nats.url {
                 Some(url) => {
                     let timeout = Duration::from_millis(timeout_ms.unwrap_or(config.loop_.timeout_ms) + 5_000);
-                    let reply = client::ask_remote(url, &config.subjects(), request, timeout, on_event).await?;
+                    let root = node::ask_span(request_id);
+                    let trace = telemetry::context::of_span(&root, &Default::default());
+                    let nats = crate::bus::nats::connect(url, "sleuth ask").await?;
+                    let subjects = config.subjects();
+                    let ask = client::ask_with(&nats, &subjects, request, timeout, on_event, &trace);
+                    let reply = until_cancelled(ask, request_id, || async {
+                        nats.publish(subjects.cancel(request_id), Default::default()).await?;
+                        Ok(nats.flush().await?)
+                    })
+                    .await?;
+                    node::record_reply(&root, &reply);
+                    drop(root);
                     let state = match (watch, reply.request_id) {
                         (true, Some(id)) => client::remote_state(url, &config, id).await.ok().flatten(),
                         _ => None,
@@ -185,13 +222,14 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 }
                 None => {
                     let node = Node::embedded(config).await?;
-                    let reply = node.ask(request, on_event).await;
+                    let ask = async { node.ask(request, on_event).await.map_err(|e| anyhow::anyhow!("{e}")) };
+                    let reply = until_cancelled(ask, request_id, || node.cancel(request_id)).await;
                     let state = match (watch, reply.as_ref().ok().and_then(|r| r.request_id)) {
                         (true, Some(id)) => node.ctx.store.load(id).await.ok().flatten().map(|(s, _)| s),
                         _ => None,
                     };
                     node.shutdown().await;
-                    (reply.map_err(|e| anyhow::anyhow!("{e}"))?, state)
+                    (reply?, state)
                 }
             };
             if let Some(plan) = state.as_ref().and_then(|s| s.plan.as_ref()) {
@@ -206,10 +244,17 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         }
         Command::Serve { stages } => {
             let stages = parse_stages(&stages)?;
-            let node = Node::distributed(config, &stages).await?;
+            let health = std::sync::Arc::new(telemetry::http::Health::default());
+            let (addr, http) = telemetry::http::serve(&config.telemetry.http_addr, health.clone()).await?;
+            tracing::info!(%addr, "metrics on http://{addr}/metrics, probes on /healthz and /readyz");
+            let grace = Duration::from_millis(config.stages.shutdown_grace_ms);
+            let node = Node::distributed(config, &stages, health).await?;
             tracing::info!(stages = ?stages, "serving; ctrl-c or SIGTERM to stop");
             shutdown_signal().await;
-            node.shutdown().await;
+            tracing::info!(grace_ms = grace.as_millis() as u64, "draining: finishing the work in hand");
+            node.drain(grace).await;
+            http.abort();
+            tracing::info!("stopped");
             Ok(ExitCode::SUCCESS)
         }
         Command::Ingest { what: IngestCommand::Docs { paths } } => {
@@ -388,6 +433,26 @@ async fn announce(config: &Config) {
         Ok(None) => {}
         Err(e) => {
             eprintln!("warning: cannot invalidate the retrieval caches ({e:#}); they expire within intake.cache_ttl_s")
+        }
+    }
+}
+
+/// Runs `ask` to its end; on Ctrl-C, sends the cancellation and waits (5 s at most) for the final reply it causes.
+async fn until_cancelled<T>(
+    ask: impl Future<Output = anyhow::Result<T>>,
+    request_id: uuid::Uuid,
+    cancel: impl AsyncFnOnce() -> anyhow::Result<()>,
+) -> anyhow::Result<T> {
+    tokio::pin!(ask);
+    tokio::select! {
+        done = &mut ask => done,
+        _ = tokio::signal::ctrl_c() => {
+            eprintln!("cancelling request {request_id}");
+            cancel().await?;
+            match tokio::time::timeout(Duration::from_secs(5), ask).await {
+                Ok(done) => done,
+                Err(_) => anyhow::bail!("request {request_id} was cancelled; no final reply within 5 s"),
+            }
         }
     }
 }

@@ -6,12 +6,13 @@ use std::time::Duration;
 use anyhow::Context;
 use futures::StreamExt;
 use sleuth_messages::{
-    AskReply, AskRequest, Encoding, Event, EventBody, LoopState, Outcome, PlannerState, codec, subjects::Subjects,
+    AskReply, AskRequest, Encoding, Event, EventBody, EventKind, LoopState, Outcome, PlannerState, codec, subjects::Subjects,
 };
 
 use crate::{
     config::Config,
     store::{IndexGeneration, StateStore, nats_kv::KvStore},
+    telemetry::TraceHeaders,
 };
 
 /// A request's stored loop state on a cluster: its plan, every step and report. `None` once it has expired.
@@ -63,16 +64,19 @@ pub async fn ask_remote(
     on_event: Option<&mut (dyn FnMut(&Event) + Send)>,
 ) -> anyhow::Result<AskReply> {
     let client = crate::bus::nats::connect(url, "sleuth ask").await?;
-    ask_with(&client, subjects, request, timeout, on_event).await
+    ask_with(&client, subjects, request, timeout, on_event, &TraceHeaders::default()).await
 }
 
-/// [`ask_remote`] on an existing connection.
+/// [`ask_remote`] on an existing connection. `trace` makes the request part of the caller's trace (the
+/// `traceparent`, `tracestate` and `baggage` headers of the request). The answer is the reply to the request's
+/// inbox, or the `final` event if that comes first: both carry the same reply.
 pub async fn ask_with(
     client: &async_nats::Client,
     subjects: &Subjects,
     mut request: AskRequest,
     timeout: Duration,
     mut on_event: Option<&mut (dyn FnMut(&Event) + Send)>,
+    trace: &TraceHeaders,
 ) -> anyhow::Result<AskReply> {
     let request_id = *request.request_id.get_or_insert_with(uuid::Uuid::now_v7);
     // Core subscription: JetStream messages are ordinary NATS messages too, so progress arrives live.
@@ -80,8 +84,16 @@ pub async fn ask_with(
     let payload = codec::encode(&request, Encoding::MsgPack)?;
     let inbox = client.new_inbox();
     let mut replies = client.subscribe(inbox.clone()).await.context("cannot subscribe to the reply inbox")?;
-    client.publish_with_reply(subjects.ask(), inbox, payload.into()).await.context("cannot send the question")?;
+    let mut headers = async_nats::HeaderMap::new();
+    trace.to_nats(&mut headers);
+    client
+        .publish_with_reply_and_headers(subjects.ask(), inbox, headers, payload.into())
+        .await
+        .context("cannot send the question")?;
     client.flush().await?;
+    // A stage that re-publishes after a redelivery sends an event again (JetStream keeps one copy, but a core
+    // subscriber sees both): show each once.
+    let mut seen = std::collections::HashSet::new();
     let wait = async {
         loop {
             tokio::select! {
@@ -90,11 +102,24 @@ pub async fn ask_with(
                     if reply.status == Some(async_nats::StatusCode::NO_RESPONDERS) {
                         anyhow::bail!("nothing answers {}: start the stages with `sleuth serve --stages all`", subjects.ask());
                     }
-                    return Ok(codec::decode::<AskReply>(&reply.payload)?.0);
+                    let reply = codec::decode::<AskReply>(&reply.payload)?.0;
+                    if let Some(cb) = on_event.as_deref_mut() {
+                        // The reply may overtake the final event it duplicates.
+                        let turn = reply.turns.last().map_or(0, |t| t.turn);
+                        cb(&Event { request_id, turn, kind: EventKind::Final, body: EventBody::Final(reply.clone()) });
+                    }
+                    return Ok(reply);
                 }
                 Some(event) = events.next() => {
-                    if let (Some(cb), Ok((event, _))) = (on_event.as_deref_mut(), codec::decode::<Event>(&event.payload)) {
+                    let Ok((event, _)) = codec::decode::<Event>(&event.payload) else { continue };
+                    if !seen.insert(event.msg_id()) {
+                        continue;
+                    }
+                    if let Some(cb) = on_event.as_deref_mut() {
                         cb(&event);
+                    }
+                    if let EventBody::Final(reply) = event.body {
+                        return Ok(reply);
                     }
                 }
             }

@@ -6,12 +6,12 @@ use std::{sync::Arc, time::Duration};
 use anyhow::Context;
 use futures::StreamExt;
 use ractor::{Actor, ActorRef};
-use sleuth_messages::{AskReply, AskRequest, ErrorKind, ErrorResponse, Event, EventBody, Stage};
+use sleuth_messages::{AskReply, AskRequest, ErrorKind, ErrorResponse, Event, EventBody, Outcome, Stage};
 use tokio::task::JoinHandle;
 
 use crate::{
     bus::{
-        Bus,
+        Bus, WorkQueue,
         memory::MemoryBus,
         nats::{self, NatsBus},
     },
@@ -21,8 +21,9 @@ use crate::{
     llm::{LlmAgent, LlmClient},
     retrieval::{Retriever, cache::RetrievalCache},
     runtime::{
-        NodeContext, Stats, dead_letters,
+        Cancellations, NodeContext, Stats, cancel, dead_letters,
         supervisor::{NodeSupervisor, StageArgs},
+        watchdog,
         worker::WorkerArgs,
     },
     stages::{
@@ -30,6 +31,7 @@ use crate::{
         llm_synthesizer::LlmSynthesizer, planner::Planner, retrieve::Retrieve, synthesizer::Synthesizer,
     },
     store::{Conversations, IndexGeneration, StateStore, bucket::KvBucket, memory::MemoryStore, nats_kv::KvStore},
+    telemetry::{TraceHeaders, context, http::Health, metrics},
 };
 
 /// The stages `--stages all` runs.
@@ -38,12 +40,16 @@ pub const ALL_STAGES: [Stage; 6] =
 
 pub struct Node {
     pub ctx: Arc<NodeContext>,
+    /// What `/readyz` reports; shared with the HTTP server of a serving process.
+    pub health: Arc<Health>,
     pub retriever: Option<Arc<Retriever>>,
     pub graph: Option<Arc<dyn GraphStore>>,
     /// The retrieve stage's cache in this process, for its stats.
     pub cache: Option<Arc<RetrievalCache>>,
     supervisor: ActorRef<()>,
     supervisor_handle: JoinHandle<()>,
+    /// The work queues, closed when the process drains.
+    queues: Vec<Arc<dyn WorkQueue>>,
     tasks: Vec<JoinHandle<()>>,
     /// NATS micro services, kept alive for `nats micro ls`.
     _services: Vec<async_nats::service::Service>,
@@ -125,28 +131,27 @@ impl Node {
         let llm = llm_agent(&config)?;
         let ctx = Arc::new(NodeContext { rewriter: llm.clone(), ..NodeContext::in_memory(config, bus, store) });
         let cache = RetrievalCache::from_config(&ctx.config.intake);
-        Node::start(
-            ctx,
-            &ALL_STAGES,
-            Backends { retriever: Some(retriever), graph: Some(graph), llm, cache },
-            Vec::new(),
-        )
-        .await
+        let backends = Backends { retriever: Some(retriever), graph: Some(graph), llm, cache };
+        Node::start(ctx, &ALL_STAGES, backends, Vec::new(), Arc::new(Health::default())).await
     }
 
-    /// The given stages of this process, attached to NATS.
-    pub async fn distributed(config: Config, stages: &[Stage]) -> anyhow::Result<Node> {
+    /// The given stages of this process, attached to NATS. `health` is what the process's `/readyz` reports.
+    pub async fn distributed(config: Config, stages: &[Stage], health: Arc<Health>) -> anyhow::Result<Node> {
         let url = config.nats.url.clone().context("distributed mode needs nats.url (SLEUTH__NATS__URL or NATS_URL)")?;
         let config = Arc::new(config);
         let names: Vec<&str> = stages.iter().map(|s| s.as_str()).collect();
+        health.set_waiting(format!("connecting to nats at {url}"));
         let client = nats::connect(&url, &format!("sleuth {}", names.join(","))).await?;
+        let connection = client.clone();
+        health.add_check(move || match connection.connection_state() {
+            async_nats::connection::State::Connected => Ok(()),
+            other => Err(format!("nats connection {other}")),
+        });
         let bus = NatsBus::start(client.clone(), config.clone()).await?;
-        let store = KvStore::open(
-            bus.jetstream(),
-            &config.subjects().loops_bucket(),
-            Duration::from_secs(config.nats.loop_ttl_s),
-        )
-        .await?;
+        let subjects = config.subjects();
+        let ttl = Duration::from_secs(config.nats.loop_ttl_s);
+        let store = KvStore::open(bus.jetstream(), &subjects.loops_bucket(), ttl).await?;
+        health.set_waiting("opening the backends");
         let retriever =
             if stages.contains(&Stage::Retrieve) { Some(Arc::new(Retriever::open(&config).await?)) } else { None };
         let graph = match (&retriever, stages.contains(&Stage::Graph)) {
@@ -154,7 +159,6 @@ impl Node {
             (Some(r), true) if r.graph.is_some() => r.graph.clone(),
             (_, true) => Some(graph::open(&config).await?),
         };
-        let subjects = config.subjects();
         let js = bus.jetstream();
         let ttl = Duration::from_secs(config.intake.conversation_ttl_s);
         let conversations = KvBucket::open(
@@ -171,31 +175,42 @@ impl Node {
             conversations: Arc::new(Conversations::new(Arc::new(conversations), config.intake.conversation_turns)),
             generation: Arc::new(IndexGeneration::on_nats(js, &subjects).await?),
             rewriter: if stages.contains(&Stage::Intake) { llm.clone() } else { None },
+            subjects,
             config,
             bus,
             store: Arc::new(store),
             stats: Arc::new(Stats::default()),
+            cancels: Arc::new(Cancellations::default()),
+            drain: Default::default(),
         });
         let cache =
             if stages.contains(&Stage::Retrieve) { RetrievalCache::from_config(&ctx.config.intake) } else { None };
+        if let Some(cache) = cache.clone() {
+            health.add_collector(move || {
+                let stats = cache.stats();
+                metrics::retrieval_cache(stats.hits, stats.misses);
+            });
+        }
         let mut services = Vec::new();
+        let mut status_tasks = Vec::new();
         let mut ask = None;
         let mut lanes = None;
         for stage in stages {
-            let stats = if *stage == Stage::Retrieve { cache.clone() } else { None };
-            let service = endpoint::register_service(&client, *stage, stats).await?;
+            let cache = if *stage == Stage::Retrieve { cache.clone() } else { None };
+            let (service, status) =
+                endpoint::register_service(&client, &ctx.subjects, *stage, ctx.stats.clone(), cache).await?;
+            status_tasks.push(status);
             if *stage == Stage::Intake {
                 ask = Some(endpoint::ask_endpoint(&service, &ctx).await?);
             }
             if *stage == Stage::Graph {
-                let subjects = ctx.config.subjects();
-                lanes = Some(crate::lanes::endpoints(&service, subjects.search(), subjects.hydrate()).await?);
+                lanes = Some(crate::lanes::endpoints(&service, ctx.subjects.search(), ctx.subjects.hydrate()).await?);
             }
             services.push(service);
         }
-        let mut node =
-            Node::start(ctx.clone(), stages, Backends { retriever, graph: graph.clone(), llm, cache }, services)
-                .await?;
+        let backends = Backends { retriever, graph: graph.clone(), llm, cache };
+        let mut node = Node::start(ctx.clone(), stages, backends, services, health).await?;
+        node.tasks.extend(status_tasks);
         if let Some(ask) = ask {
             node.tasks.push(tokio::spawn(endpoint::serve_ask(ctx, ask)));
         }
@@ -211,15 +226,18 @@ impl Node {
         stages: &[Stage],
         backends: Backends,
         services: Vec<async_nats::service::Service>,
+        health: Arc<Health>,
     ) -> anyhow::Result<Node> {
         // Downstream first, so nothing is published to a stage that is not consuming yet.
         let mut ordered: Vec<Stage> = stages.to_vec();
         ordered.sort_by_key(|s| std::cmp::Reverse(*s));
         let mut args = Vec::new();
         let mut consuming = Vec::new();
+        let mut queues = Vec::new();
         for stage in ordered {
             let Some(logic) = logic_for(stage, &ctx, &backends)? else { continue };
             let queue = ctx.bus.work_queue(stage).await?;
+            queues.push(queue.clone());
             args.push(StageArgs {
                 worker: WorkerArgs { ctx: ctx.clone(), logic, queue },
                 workers: ctx.config.stages.workers,
@@ -228,26 +246,42 @@ impl Node {
         }
         let (supervisor, supervisor_handle) =
             Actor::spawn(None, NodeSupervisor, args).await.context("cannot start the supervisors")?;
+        let mut tasks = Vec::new();
         let watcher_ctx = ctx.clone();
-        let watcher = tokio::spawn(async move {
+        tasks.push(tokio::spawn(async move {
             if let Err(e) = dead_letters::watch(watcher_ctx, consuming).await {
                 tracing::error!(error = format!("{e:#}"), "dead-letter watcher stopped");
             }
-        });
+        }));
+        let cancel_ctx = ctx.clone();
+        tasks.push(tokio::spawn(async move {
+            if let Err(e) = cancel::listen(cancel_ctx).await {
+                tracing::error!(error = format!("{e:#}"), "cancellation listener stopped");
+            }
+        }));
+        let watchdog_ctx = ctx.clone();
+        tasks.push(tokio::spawn(async move {
+            if let Err(e) = watchdog::run(watchdog_ctx).await {
+                tracing::error!(error = format!("{e:#}"), "deadline watchdog stopped");
+            }
+        }));
+        health.set_started();
         Ok(Node {
             ctx,
+            health,
             retriever: backends.retriever,
             graph: backends.graph,
             cache: backends.cache,
             supervisor,
             supervisor_handle,
-            tasks: vec![watcher],
+            queues,
+            tasks,
             _services: services,
         })
     }
 
     /// Submits a question and waits for its final answer, through the events stream. `on_event` sees every
-    /// progress event as it happens.
+    /// progress event as it happens. The request is one trace rooted at a `sleuth.ask` span of this process.
     pub async fn ask(
         &self,
         mut request: AskRequest,
@@ -255,9 +289,11 @@ impl Node {
     ) -> Result<AskReply, ErrorResponse> {
         let timeout = Duration::from_millis(request.timeout_ms.unwrap_or(self.ctx.config.loop_.timeout_ms) + 5_000);
         let request_id = *request.request_id.get_or_insert_with(uuid::Uuid::now_v7);
+        let root = ask_span(request_id);
+        let trace = context::of_span(&root, &TraceHeaders::default());
         let unavailable = |e: String| ErrorResponse::new(ErrorKind::Unavailable, e).for_request(request_id);
         let mut events = self.ctx.bus.events(request_id).await.map_err(|e| unavailable(e.to_string()))?;
-        intake::submit(&self.ctx, request, None, None).await?;
+        intake::submit(&self.ctx, request, None, &trace).await?;
         let wait = async {
             while let Some(event) = events.next().await {
                 if let Some(cb) = on_event.as_deref_mut() {
@@ -269,25 +305,88 @@ impl Node {
             }
             None
         };
-        match tokio::time::timeout(timeout, wait).await {
+        let reply = match tokio::time::timeout(timeout, wait).await {
             Ok(Some(reply)) => Ok(reply),
             Ok(None) => Err(unavailable("event stream ended".into())),
             Err(_) => {
                 Err(ErrorResponse::new(ErrorKind::Timeout, "no answer before the deadline").for_request(request_id))
             }
+        };
+        if let Ok(reply) = &reply {
+            record_reply(&root, reply);
         }
+        reply
+    }
+
+    /// Asks every process (here: this one) to cancel a request.
+    pub async fn cancel(&self, request_id: uuid::Uuid) -> anyhow::Result<()> {
+        Ok(self.ctx.bus.publish_cancel(request_id).await?)
+    }
+
+    /// Stops taking work, lets the deliveries in hand finish (at most `grace`), hands back what was fetched but
+    /// not started, then stops every actor and task of this node.
+    pub async fn drain(self, grace: Duration) {
+        self.health.set_draining();
+        self.ctx.drain.stopping.cancel();
+        let until = tokio::time::Instant::now() + grace;
+        while self.ctx.drain.in_flight() > 0 && tokio::time::Instant::now() < until {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        let unfinished = self.ctx.drain.in_flight();
+        if unfinished > 0 {
+            tracing::warn!(unfinished, "grace period over: unfinished deliveries will be redelivered elsewhere");
+        }
+        for queue in &self.queues {
+            queue.close().await;
+        }
+        self.shutdown().await;
     }
 
     /// Stops every actor and task of this node.
     pub async fn shutdown(self) {
+        self.ctx.drain.stopping.cancel();
         self.supervisor.kill();
         let _ = self.supervisor_handle.await;
         for task in self.tasks {
             task.abort();
         }
+        for service in self._services {
+            let _ = service.stop().await;
+        }
         if let Some(graph) = self.graph {
             // Bounded: a connection still checked out by an aborted task must not hold shutdown up.
             let _ = tokio::time::timeout(std::time::Duration::from_secs(5), graph.close()).await;
+        }
+    }
+}
+
+/// The root span of a request asked from this process: `sleuth.ask`, with the route and the reason it ended
+/// recorded when the reply arrives.
+pub fn ask_span(request_id: uuid::Uuid) -> tracing::Span {
+    tracing::info_span!(
+        "sleuth.ask",
+        otel.kind = "client",
+        sleuth.request_id = %request_id,
+        sleuth.turn = tracing::field::Empty,
+        sleuth.stage = "ask",
+        sleuth.route = tracing::field::Empty,
+        sleuth.termination_reason = tracing::field::Empty,
+    )
+}
+
+/// Records on the root span what the reply says: route, turns and why the request ended.
+pub fn record_reply(root: &tracing::Span, reply: &AskReply) {
+    if let Some(route) = reply.route {
+        root.record("sleuth.route", format!("{route:?}").to_lowercase());
+    }
+    root.record("sleuth.turn", reply.turns.len() as u64);
+    match &reply.outcome {
+        Outcome::Answer(answer) => {
+            root.record("sleuth.termination_reason", answer.termination_reason.as_str());
+        }
+        Outcome::Error(error) => {
+            root.record("sleuth.termination_reason", format!("error: {:?}", error.kind).to_lowercase());
+            crate::telemetry::record_error(root, &error.message);
         }
     }
 }

@@ -57,6 +57,10 @@ fn is_zero(n: &u32) -> bool {
     *n == 0
 }
 
+fn is_false(b: &bool) -> bool {
+    !*b
+}
+
 /// Where the loop is. `next_messages` in the actors crate derives what to publish from this alone.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -138,9 +142,19 @@ pub struct LoopState {
     pub plan: Option<PlannerState>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reply: Option<ReplyTo>,
-    /// W3C trace context of the request, copied into every message's headers.
+    /// W3C trace context of the request's root span (`sleuth.ask`): the parent of whatever acts on the state
+    /// without a message of its own (the deadline watchdog, cancellation, dead letters), and of a hop whose
+    /// message lost its headers.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub traceparent: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tracestate: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub baggage: Option<String>,
+    /// The request arrived without a trace, so intake made up the root span's ids and no client records it:
+    /// whoever ends the request records `sleuth.ask` from `created_ms` to `finished_ms`.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub records_root_span: bool,
     pub created_ms: u64,
     pub deadline_ms: u64,
     pub caps: Caps,

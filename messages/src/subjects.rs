@@ -57,6 +57,24 @@ impl Subjects {
     pub fn cancel(&self, request_id: Uuid) -> String {
         format!("{}.cancel.{}", self.prefix, request_id)
     }
+    /// A stage's status endpoint (its counters), one per stage service.
+    pub fn status(&self, stage: Stage) -> String {
+        format!("{}.status.{}", self.prefix, stage)
+    }
+    pub fn cancel_all(&self) -> String {
+        format!("{}.cancel.*", self.prefix)
+    }
+    /// A request's deadline timer, in the work stream under a consumer of its own (the watchdog's).
+    pub fn deadline(&self, request_id: Uuid) -> String {
+        format!("{}.work.watchdog.{}", self.prefix, request_id)
+    }
+    pub fn deadline_filter(&self) -> String {
+        format!("{}.work.watchdog.>", self.prefix)
+    }
+    /// The durable consumer every watchdog shares.
+    pub fn watchdog_consumer(&self) -> String {
+        format!("sleuth_watchdog{}", self.suffix)
+    }
     pub fn work_stream(&self) -> String {
         format!("{WORK_STREAM}{}", self.suffix)
     }
@@ -95,5 +113,8 @@ mod tests {
         assert_eq!(s.loops_bucket(), "sleuth_loops");
         assert_eq!(s.conversations_bucket(), "sleuth_conversations");
         assert_eq!(s.meta_bucket(), "sleuth_meta");
+        assert_eq!(s.cancel(id), format!("sleuth.v1.cancel.{id}"));
+        assert_eq!(s.deadline(id), format!("sleuth.v1.work.watchdog.{id}"));
+        assert_eq!(s.watchdog_consumer(), "sleuth_watchdog");
     }
 }

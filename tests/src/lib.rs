@@ -5,7 +5,9 @@
 //! `SLEUTH_TEST_DATABASE_URL`. A missing service fails the test with a message naming what to
 //! install; it never passes silently.
 
+pub mod llm;
 pub mod nats;
+pub mod otlp;
 pub mod postgres;
 pub mod process;
 pub mod seeded;

@@ -96,7 +96,10 @@ impl Deployment {
 /// A running `sleuth serve` process. Dropping it kills it.
 pub struct ServeProcess {
     pub stages: String,
+    /// Where it serves `/metrics`, `/healthz` and `/readyz`.
+    pub http_addr: String,
     child: Child,
+    tail: Arc<Mutex<VecDeque<String>>>,
 }
 
 impl ServeProcess {
@@ -116,15 +119,19 @@ impl ServeProcess {
         }
         let mut child = cmd.spawn().unwrap_or_else(|e| panic!("cannot start sleuth serve: {e}"));
         let stderr = child.stderr.take().expect("piped stderr");
-        let (tx, rx) = mpsc::channel();
+        let (tx, rx) = mpsc::channel::<Option<String>>();
         let label = stages.to_string();
         // The last lines a process printed, so a process that dies before it is ready says why in the panic.
         let tail = Arc::new(Mutex::new(VecDeque::with_capacity(TAIL_LINES)));
         let tail_writer = tail.clone();
         std::thread::spawn(move || {
             for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+                if let Some(at) = line.find("metrics on http://") {
+                    let addr = line[at + "metrics on http://".len()..].split('/').next().unwrap_or_default();
+                    let _ = tx.send(Some(addr.to_string()));
+                }
                 if line.contains("serving; ctrl-c") {
-                    let _ = tx.send(());
+                    let _ = tx.send(None);
                 }
                 if std::env::var_os("SLEUTH_TEST_LOGS").is_some() {
                     eprintln!("[{label}] {line}");
@@ -136,7 +143,19 @@ impl ServeProcess {
                 tail.push_back(line);
             }
         });
-        if rx.recv_timeout(Duration::from_secs(READY_WITHIN_S)).is_err() {
+        let until = std::time::Instant::now() + Duration::from_secs(READY_WITHIN_S);
+        let mut http_addr = String::new();
+        let mut ready = false;
+        while let Ok(signal) = rx.recv_timeout(until.saturating_duration_since(std::time::Instant::now())) {
+            match signal {
+                Some(addr) => http_addr = addr,
+                None => {
+                    ready = true;
+                    break;
+                }
+            }
+        }
+        if !ready {
             let _ = child.kill();
             let status = child.wait().ok();
             // Give the reader a moment to drain what the process printed last.
@@ -147,13 +166,40 @@ impl ServeProcess {
                 last.join("\n")
             );
         }
-        ServeProcess { stages: stages.to_string(), child }
+        ServeProcess { stages: stages.to_string(), http_addr, child, tail }
     }
 
     /// SIGKILL: no shutdown hooks, no acks, exactly like a crashed pod.
     pub fn kill(mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
+    }
+
+    /// SIGTERM, as Kubernetes sends on scale-in, then waits up to `within` for the exit. Returns the exit
+    /// status, or `None` if the process was still running (it is then killed).
+    pub fn terminate(mut self, within: Duration) -> Option<std::process::ExitStatus> {
+        let _ = Command::new("kill").args(["-TERM", &self.child.id().to_string()]).status();
+        let until = std::time::Instant::now() + within;
+        while std::time::Instant::now() < until {
+            if let Ok(Some(status)) = self.child.try_wait() {
+                return Some(status);
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        None
+    }
+
+    /// The last lines the process printed, for a failing assertion's message.
+    pub fn last_lines(&self) -> String {
+        self.tail.lock().unwrap_or_else(|e| e.into_inner()).iter().cloned().collect::<Vec<_>>().join("\n")
+    }
+
+    /// `GET http://<http_addr><path>`: status and body.
+    pub async fn get(&self, path: &str) -> (u16, String) {
+        let url = format!("http://{}{path}", self.http_addr);
+        let response = reqwest::get(&url).await.unwrap_or_else(|e| panic!("GET {url}: {e}"));
+        let status = response.status().as_u16();
+        (status, response.text().await.unwrap_or_default())
     }
 }
 
@@ -170,4 +216,37 @@ pub fn start_all_separately(deployment: &Deployment) -> Vec<ServeProcess> {
         .into_iter()
         .map(|stage| ServeProcess::start(deployment, stage, &[]))
         .collect()
+}
+
+/// Runs the `sleuth` command line against `deployment` (its NATS URL, subjects and data directory, plus
+/// `extra_env`) and waits for it. Its stderr is part of any failure message the caller prints.
+pub fn run_cli(deployment: &Deployment, args: &[&str], extra_env: &[(&str, &str)]) -> std::process::Output {
+    let mut cmd = Command::new(sleuth_bin());
+    cmd.args(args).env_remove("SLEUTH_CONFIG").stdin(Stdio::null());
+    for (k, v) in deployment.vars() {
+        cmd.env(k, v);
+    }
+    for (k, v) in extra_env {
+        cmd.env(k, v);
+    }
+    cmd.output().unwrap_or_else(|e| panic!("cannot run sleuth {args:?}: {e}"))
+}
+
+/// The request id `sleuth ask` prints on its last line (`· request <uuid>`).
+pub fn printed_request_id(stdout: &str) -> Option<uuid::Uuid> {
+    let at = stdout.rfind("request ")?;
+    stdout[at + "request ".len()..].split_whitespace().next()?.parse().ok()
+}
+
+/// Starts the `sleuth` command line like [`run_cli`] without waiting for it; its stdout and stderr are piped.
+pub fn spawn_cli(deployment: &Deployment, args: &[&str], extra_env: &[(&str, &str)]) -> std::process::Child {
+    let mut cmd = Command::new(sleuth_bin());
+    cmd.args(args).env_remove("SLEUTH_CONFIG").stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
+    for (k, v) in deployment.vars() {
+        cmd.env(k, v);
+    }
+    for (k, v) in extra_env {
+        cmd.env(k, v);
+    }
+    cmd.spawn().unwrap_or_else(|e| panic!("cannot start sleuth {args:?}: {e}"))
 }

@@ -9,11 +9,12 @@ use std::{
 
 use async_trait::async_trait;
 use futures::{StreamExt, stream::BoxStream};
-use sleuth_messages::{AskReply, Event, ReplyTo, Stage, WorkItem};
+use sleuth_messages::{AskReply, Envelope, Event, ReplyTo, Stage, WorkItem};
 use tokio::sync::{Mutex, broadcast, mpsc};
 use uuid::Uuid;
 
-use super::{Bus, BusError, DeadLetter, Delivery, WorkQueue};
+use super::{Bus, BusError, DeadLetter, DeadlineDelivery, DeadlineQueue, Delivery, WorkQueue};
+use crate::telemetry::TraceHeaders;
 
 /// How many message ids the de-duplication window remembers.
 const DEDUP_WINDOW: usize = 100_000;
@@ -22,13 +23,14 @@ const DEDUP_WINDOW: usize = 100_000;
 const HISTORY_REQUESTS: usize = 10_000;
 
 #[derive(Debug, Clone)]
-struct Envelope {
+struct Queued {
     item: WorkItem,
-    traceparent: Option<String>,
+    trace: TraceHeaders,
     attempt: u32,
 }
 
-type Sender = mpsc::UnboundedSender<Envelope>;
+type Sender = mpsc::UnboundedSender<Queued>;
+type Timer = (Envelope, TraceHeaders);
 
 pub struct MemoryBus {
     queues: StdMutex<HashMap<Stage, (Sender, Arc<MemoryQueue>)>>,
@@ -38,13 +40,20 @@ pub struct MemoryBus {
     history: StdMutex<(HashMap<Uuid, Vec<Event>>, VecDeque<Uuid>)>,
     dead_tx: mpsc::UnboundedSender<DeadLetter>,
     dead_rx: StdMutex<Option<mpsc::UnboundedReceiver<DeadLetter>>>,
+    deadline_tx: mpsc::UnboundedSender<Timer>,
+    deadlines: Arc<MemoryDeadlines>,
+    cancels: broadcast::Sender<Uuid>,
     max_deliver: u32,
 }
 
 impl MemoryBus {
     pub fn new(max_deliver: u32) -> Arc<MemoryBus> {
         let (dead_tx, dead_rx) = mpsc::unbounded_channel();
+        let (deadline_tx, deadline_rx) = mpsc::unbounded_channel();
         Arc::new(MemoryBus {
+            deadline_tx: deadline_tx.clone(),
+            deadlines: Arc::new(MemoryDeadlines { rx: Mutex::new(deadline_rx), tx: deadline_tx }),
+            cancels: broadcast::channel(1024).0,
             queues: StdMutex::new(HashMap::new()),
             seen: StdMutex::new((HashSet::new(), VecDeque::new())),
             events: broadcast::channel(4096).0,
@@ -91,22 +100,22 @@ impl MemoryBus {
     /// Delivers `item` even if its id was seen before: what a JetStream redelivery or a re-sent message looks like.
     pub fn inject(&self, item: WorkItem) {
         let (tx, _) = self.queue(item.stage);
-        let _ = tx.send(Envelope { item, traceparent: None, attempt: 1 });
+        let _ = tx.send(Queued { item, trace: TraceHeaders::default(), attempt: 1 });
     }
 }
 
 #[async_trait]
 impl Bus for MemoryBus {
-    async fn publish_work(&self, item: &WorkItem, traceparent: Option<&str>) -> Result<(), BusError> {
+    async fn publish_work(&self, item: &WorkItem, trace: &TraceHeaders) -> Result<(), BusError> {
         if self.first_sighting(item.msg_id()) {
             let (tx, _) = self.queue(item.stage);
-            tx.send(Envelope { item: item.clone(), traceparent: traceparent.map(str::to_string), attempt: 1 })
+            tx.send(Queued { item: item.clone(), trace: trace.clone(), attempt: 1 })
                 .map_err(|_| BusError::Unavailable("memory bus closed".into()))?;
         }
         Ok(())
     }
 
-    async fn publish_event(&self, event: &Event, _traceparent: Option<&str>) -> Result<(), BusError> {
+    async fn publish_event(&self, event: &Event, _trace: &TraceHeaders) -> Result<(), BusError> {
         if self.first_sighting(event.msg_id()) {
             let mut guard = self.history.lock().expect("history poisoned");
             let (events, order) = &mut *guard;
@@ -125,7 +134,7 @@ impl Bus for MemoryBus {
         Ok(())
     }
 
-    async fn reply(&self, _to: &ReplyTo, _reply: &AskReply) -> Result<(), BusError> {
+    async fn reply(&self, _to: &ReplyTo, _reply: &AskReply, _trace: &TraceHeaders) -> Result<(), BusError> {
         // In-process requesters follow the events stream; there is no inbox to answer.
         Ok(())
     }
@@ -157,6 +166,38 @@ impl Bus for MemoryBus {
         Ok(futures::stream::iter(past).chain(live).boxed())
     }
 
+    async fn publish_deadline(&self, envelope: &Envelope, trace: &TraceHeaders) -> Result<(), BusError> {
+        if self.first_sighting(format!("{}:deadline", envelope.request_id)) {
+            self.deadline_tx
+                .send((envelope.clone(), trace.clone()))
+                .map_err(|_| BusError::Unavailable("memory bus closed".into()))?;
+        }
+        Ok(())
+    }
+
+    async fn deadlines(&self) -> Result<Arc<dyn DeadlineQueue>, BusError> {
+        Ok(self.deadlines.clone())
+    }
+
+    async fn publish_cancel(&self, request_id: Uuid) -> Result<(), BusError> {
+        let _ = self.cancels.send(request_id);
+        Ok(())
+    }
+
+    async fn cancels(&self) -> Result<BoxStream<'static, Uuid>, BusError> {
+        let rx = self.cancels.subscribe();
+        Ok(futures::stream::unfold(rx, |mut rx| async move {
+            loop {
+                match rx.recv().await {
+                    Ok(id) => return Some((id, rx)),
+                    Err(broadcast::error::RecvError::Lagged(_)) => continue,
+                    Err(broadcast::error::RecvError::Closed) => return None,
+                }
+            }
+        })
+        .boxed())
+    }
+
     fn max_deliver(&self) -> u32 {
         self.max_deliver
     }
@@ -167,7 +208,7 @@ impl Bus for MemoryBus {
 }
 
 pub struct MemoryQueue {
-    rx: Mutex<mpsc::UnboundedReceiver<Envelope>>,
+    rx: Mutex<mpsc::UnboundedReceiver<Queued>>,
     tx: Sender,
     dead_tx: mpsc::UnboundedSender<DeadLetter>,
     max_deliver: u32,
@@ -176,10 +217,10 @@ pub struct MemoryQueue {
 #[async_trait]
 impl WorkQueue for MemoryQueue {
     async fn next(&self) -> Result<Option<Box<dyn Delivery>>, BusError> {
-        let envelope = self.rx.lock().await.recv().await;
-        Ok(envelope.map(|envelope| {
+        let queued = self.rx.lock().await.recv().await;
+        Ok(queued.map(|queued| {
             Box::new(MemoryDelivery {
-                envelope: Some(envelope),
+                queued: Some(queued),
                 tx: self.tx.clone(),
                 dead_tx: self.dead_tx.clone(),
                 max_deliver: self.max_deliver,
@@ -190,41 +231,31 @@ impl WorkQueue for MemoryQueue {
 
 struct MemoryDelivery {
     /// `None` once acked or handed back.
-    envelope: Option<Envelope>,
+    queued: Option<Queued>,
     tx: Sender,
     dead_tx: mpsc::UnboundedSender<DeadLetter>,
     max_deliver: u32,
 }
 
 impl MemoryDelivery {
-    fn envelope(&self) -> &Envelope {
-        self.envelope.as_ref().expect("delivery used after ack")
+    fn queued(&self) -> &Queued {
+        self.queued.as_ref().expect("delivery used after ack")
     }
 
     /// Redelivers, or dead-letters after `max_deliver` attempts.
     fn give_back(&mut self, delay: Duration) {
-        let Some(mut envelope) = self.envelope.take() else { return };
-        if envelope.attempt >= self.max_deliver {
-            let reason = format!("failed {} deliveries", envelope.attempt);
+        let Some(mut queued) = self.queued.take() else { return };
+        if queued.attempt >= self.max_deliver {
+            let reason = format!("failed {} deliveries", queued.attempt);
             let _ = self.dead_tx.send(DeadLetter {
-                request_id: envelope.item.envelope.request_id,
-                stage: envelope.item.stage,
+                request_id: queued.item.envelope.request_id,
+                stage: queued.item.stage,
                 reason,
             });
             return;
         }
-        envelope.attempt += 1;
-        let tx = self.tx.clone();
-        if delay.is_zero() {
-            let _ = tx.send(envelope);
-        } else if let Ok(handle) = tokio::runtime::Handle::try_current() {
-            handle.spawn(async move {
-                tokio::time::sleep(delay).await;
-                let _ = tx.send(envelope);
-            });
-        } else {
-            let _ = tx.send(envelope);
-        }
+        queued.attempt += 1;
+        send_after(self.tx.clone(), queued, delay);
     }
 }
 
@@ -237,15 +268,15 @@ impl Drop for MemoryDelivery {
 #[async_trait]
 impl Delivery for MemoryDelivery {
     fn item(&self) -> &WorkItem {
-        &self.envelope().item
+        &self.queued().item
     }
 
     fn attempt(&self) -> u32 {
-        self.envelope().attempt
+        self.queued().attempt
     }
 
-    fn traceparent(&self) -> Option<&str> {
-        self.envelope().traceparent.as_deref()
+    fn trace(&self) -> &TraceHeaders {
+        &self.queued().trace
     }
 
     async fn in_progress(&self) -> Result<(), BusError> {
@@ -253,12 +284,79 @@ impl Delivery for MemoryDelivery {
     }
 
     async fn ack(mut self: Box<Self>) -> Result<(), BusError> {
-        self.envelope = None;
+        self.queued = None;
         Ok(())
     }
 
     async fn nak(mut self: Box<Self>, delay: Duration) -> Result<(), BusError> {
         self.give_back(delay);
+        Ok(())
+    }
+}
+
+/// Sends `message` on `tx` after `delay` (at once when there is no runtime to wait in).
+fn send_after<T: Send + 'static>(tx: mpsc::UnboundedSender<T>, message: T, delay: Duration) {
+    if delay.is_zero() {
+        let _ = tx.send(message);
+    } else if let Ok(handle) = tokio::runtime::Handle::try_current() {
+        handle.spawn(async move {
+            tokio::time::sleep(delay).await;
+            let _ = tx.send(message);
+        });
+    } else {
+        let _ = tx.send(message);
+    }
+}
+
+/// The embedded mode's deadline timers: a channel, and a sleeping task per nak.
+pub struct MemoryDeadlines {
+    rx: Mutex<mpsc::UnboundedReceiver<Timer>>,
+    tx: mpsc::UnboundedSender<Timer>,
+}
+
+#[async_trait]
+impl DeadlineQueue for MemoryDeadlines {
+    async fn next(&self) -> Result<Option<Box<dyn DeadlineDelivery>>, BusError> {
+        let timer = self.rx.lock().await.recv().await;
+        Ok(timer.map(|timer| {
+            Box::new(MemoryTimer { timer: Some(timer), tx: self.tx.clone() }) as Box<dyn DeadlineDelivery>
+        }))
+    }
+}
+
+struct MemoryTimer {
+    /// `None` once acked or naked.
+    timer: Option<Timer>,
+    tx: mpsc::UnboundedSender<Timer>,
+}
+
+impl Drop for MemoryTimer {
+    fn drop(&mut self) {
+        if let Some(timer) = self.timer.take() {
+            let _ = self.tx.send(timer);
+        }
+    }
+}
+
+#[async_trait]
+impl DeadlineDelivery for MemoryTimer {
+    fn envelope(&self) -> &Envelope {
+        &self.timer.as_ref().expect("timer used after ack").0
+    }
+
+    fn trace(&self) -> &TraceHeaders {
+        &self.timer.as_ref().expect("timer used after ack").1
+    }
+
+    async fn ack(mut self: Box<Self>) -> Result<(), BusError> {
+        self.timer = None;
+        Ok(())
+    }
+
+    async fn nak(mut self: Box<Self>, delay: Duration) -> Result<(), BusError> {
+        if let Some(timer) = self.timer.take() {
+            send_after(self.tx.clone(), timer, delay);
+        }
         Ok(())
     }
 }

@@ -8,8 +8,10 @@ use std::{sync::Arc, time::Duration};
 
 use async_trait::async_trait;
 use futures::stream::BoxStream;
-use sleuth_messages::{AskReply, Event, ReplyTo, Stage, WorkItem};
+use sleuth_messages::{AskReply, Envelope, Event, ReplyTo, Stage, WorkItem};
 use uuid::Uuid;
+
+use crate::telemetry::TraceHeaders;
 
 #[derive(Debug, thiserror::Error)]
 pub enum BusError {
@@ -34,7 +36,8 @@ pub trait Delivery: Send + Sync {
     fn item(&self) -> &WorkItem;
     /// 1 on first delivery.
     fn attempt(&self) -> u32;
-    fn traceparent(&self) -> Option<&str>;
+    /// The trace context of the span that published this work: the parent of the span that handles it.
+    fn trace(&self) -> &TraceHeaders;
     /// Tells the bus the work is still going (resets AckWait).
     async fn in_progress(&self) -> Result<(), BusError>;
     async fn ack(self: Box<Self>) -> Result<(), BusError>;
@@ -47,21 +50,48 @@ pub trait Delivery: Send + Sync {
 pub trait WorkQueue: Send + Sync {
     /// The next delivery; `None` when the bus is closed.
     async fn next(&self) -> Result<Option<Box<dyn Delivery>>, BusError>;
+    /// Hands back what was fetched but not yet delivered, so another replica takes it now rather than after
+    /// AckWait. Called when the process drains.
+    async fn close(&self) {}
+}
+
+/// A request's deadline timer: delivered to one watchdog, naked until the deadline has passed, acked after.
+#[async_trait]
+pub trait DeadlineDelivery: Send + Sync {
+    fn envelope(&self) -> &Envelope;
+    fn trace(&self) -> &TraceHeaders;
+    async fn ack(self: Box<Self>) -> Result<(), BusError>;
+    /// Delivers it again after `delay`.
+    async fn nak(self: Box<Self>, delay: Duration) -> Result<(), BusError>;
+}
+
+/// The deadline timers, shared by every watchdog of the deployment.
+#[async_trait]
+pub trait DeadlineQueue: Send + Sync {
+    async fn next(&self) -> Result<Option<Box<dyn DeadlineDelivery>>, BusError>;
 }
 
 #[async_trait]
 pub trait Bus: Send + Sync + 'static {
-    /// Publishes work, de-duplicated by [`WorkItem::msg_id`].
-    async fn publish_work(&self, item: &WorkItem, traceparent: Option<&str>) -> Result<(), BusError>;
+    /// Publishes work, de-duplicated by [`WorkItem::msg_id`], with the trace context of its publishing span.
+    async fn publish_work(&self, item: &WorkItem, trace: &TraceHeaders) -> Result<(), BusError>;
     /// Publishes an event, de-duplicated by [`Event::msg_id`].
-    async fn publish_event(&self, event: &Event, traceparent: Option<&str>) -> Result<(), BusError>;
+    async fn publish_event(&self, event: &Event, trace: &TraceHeaders) -> Result<(), BusError>;
     /// Sends the final answer to the requester's inbox, in the request's encoding.
-    async fn reply(&self, to: &ReplyTo, reply: &AskReply) -> Result<(), BusError>;
+    async fn reply(&self, to: &ReplyTo, reply: &AskReply, trace: &TraceHeaders) -> Result<(), BusError>;
     async fn work_queue(&self, stage: Stage) -> Result<Arc<dyn WorkQueue>, BusError>;
     /// Dead letters of the given stages. Each dead letter is delivered to one subscriber.
     async fn dead_letters(&self, stages: &[Stage]) -> Result<BoxStream<'static, DeadLetter>, BusError>;
     /// A request's events from the beginning, then live.
     async fn events(&self, request_id: Uuid) -> Result<BoxStream<'static, Event>, BusError>;
+    /// Arms a request's deadline timer (de-duplicated per request).
+    async fn publish_deadline(&self, envelope: &Envelope, trace: &TraceHeaders) -> Result<(), BusError>;
+    /// The deadline timers; every watchdog of the deployment shares them, each timer goes to one.
+    async fn deadlines(&self) -> Result<Arc<dyn DeadlineQueue>, BusError>;
+    /// Asks every process of the deployment to cancel a request.
+    async fn publish_cancel(&self, request_id: Uuid) -> Result<(), BusError>;
+    /// Every cancellation, in every process.
+    async fn cancels(&self) -> Result<BoxStream<'static, Uuid>, BusError>;
     /// Deliveries after which a message is dead-lettered.
     fn max_deliver(&self) -> u32;
     /// How long a delivery may go without an ack or progress signal before it is redelivered.

@@ -16,14 +16,12 @@ use async_nats::{
 use async_trait::async_trait;
 use bytes::Bytes;
 use futures::{StreamExt, stream::BoxStream};
-use sleuth_messages::{AskReply, Encoding, Event, ReplyTo, Stage, WorkItem, codec, subjects::Subjects};
+use sleuth_messages::{AskReply, Encoding, Envelope, Event, ReplyTo, Stage, WorkItem, codec, subjects::Subjects};
 use tokio::sync::{Mutex, mpsc};
 use uuid::Uuid;
 
-use super::{Bus, BusError, DeadLetter, Delivery, WorkQueue};
-use crate::config::Config;
-
-pub const TRACEPARENT: &str = "traceparent";
+use super::{Bus, BusError, DeadLetter, DeadlineDelivery, DeadlineQueue, Delivery, WorkQueue};
+use crate::{config::Config, telemetry::TraceHeaders};
 
 fn unavailable(e: impl std::fmt::Display) -> BusError {
     BusError::Unavailable(e.to_string())
@@ -102,12 +100,12 @@ impl NatsBus {
         subject: String,
         msg_id: String,
         payload: Vec<u8>,
-        traceparent: Option<&str>,
+        trace: &TraceHeaders,
     ) -> Result<(), BusError> {
-        let mut publish = Publish::build().payload(Bytes::from(payload)).message_id(msg_id);
-        if let Some(tp) = traceparent {
-            publish = publish.header(TRACEPARENT, tp);
-        }
+        let mut headers = HeaderMap::new();
+        trace.to_nats(&mut headers);
+        // Headers first: `headers` replaces the whole map, `message_id` adds Nats-Msg-Id to it.
+        let publish = Publish::build().headers(headers).payload(Bytes::from(payload)).message_id(msg_id);
         self.js.send_publish(subject, publish).await.map_err(unavailable)?.await.map_err(unavailable)?;
         Ok(())
     }
@@ -138,20 +136,24 @@ fn request_id_of(subject: &str) -> Option<Uuid> {
 
 #[async_trait]
 impl Bus for NatsBus {
-    async fn publish_work(&self, item: &WorkItem, traceparent: Option<&str>) -> Result<(), BusError> {
+    async fn publish_work(&self, item: &WorkItem, trace: &TraceHeaders) -> Result<(), BusError> {
         let payload = codec::encode(item, Encoding::MsgPack).map_err(|e| BusError::Encode(e.to_string()))?;
-        self.publish(self.subjects.work(item.stage, item.envelope.request_id), item.msg_id(), payload, traceparent)
-            .await
+        self.publish(self.subjects.work(item.stage, item.envelope.request_id), item.msg_id(), payload, trace).await
     }
 
-    async fn publish_event(&self, event: &Event, traceparent: Option<&str>) -> Result<(), BusError> {
+    async fn publish_event(&self, event: &Event, trace: &TraceHeaders) -> Result<(), BusError> {
         let payload = codec::encode(event, Encoding::MsgPack).map_err(|e| BusError::Encode(e.to_string()))?;
-        self.publish(self.subjects.events(event.request_id), event.msg_id(), payload, traceparent).await
+        self.publish(self.subjects.events(event.request_id), event.msg_id(), payload, trace).await
     }
 
-    async fn reply(&self, to: &ReplyTo, reply: &AskReply) -> Result<(), BusError> {
+    async fn reply(&self, to: &ReplyTo, reply: &AskReply, trace: &TraceHeaders) -> Result<(), BusError> {
         let payload = codec::encode(reply, to.encoding).map_err(|e| BusError::Encode(e.to_string()))?;
-        self.client.publish(to.subject.clone(), Bytes::from(payload)).await.map_err(unavailable)?;
+        let mut headers = HeaderMap::new();
+        trace.to_nats(&mut headers);
+        self.client
+            .publish_with_headers(to.subject.clone(), headers, Bytes::from(payload))
+            .await
+            .map_err(unavailable)?;
         self.client.flush().await.map_err(unavailable)
     }
 
@@ -211,6 +213,51 @@ impl Bus for NatsBus {
             .boxed())
     }
 
+    async fn publish_deadline(&self, envelope: &Envelope, trace: &TraceHeaders) -> Result<(), BusError> {
+        let payload = codec::encode(envelope, Encoding::MsgPack).map_err(|e| BusError::Encode(e.to_string()))?;
+        let id = envelope.request_id;
+        self.publish(self.subjects.deadline(id), format!("{id}:deadline"), payload, trace).await
+    }
+
+    async fn deadlines(&self) -> Result<Arc<dyn DeadlineQueue>, BusError> {
+        let name = self.subjects.watchdog_consumer();
+        let consumer = self
+            .work
+            .get_or_create_consumer(
+                &name,
+                pull::Config {
+                    durable_name: Some(name.clone()),
+                    filter_subject: self.subjects.deadline_filter(),
+                    ack_policy: AckPolicy::Explicit,
+                    ack_wait: Duration::from_secs(30),
+                    // A timer is naked until its deadline: it may be delivered any number of times, and every
+                    // request in flight holds one.
+                    max_deliver: -1,
+                    max_ack_pending: 1_000_000,
+                    ..Default::default()
+                },
+            )
+            .await
+            .map_err(|e| unavailable(format!("cannot create consumer {name}: {e}")))?;
+        let messages = consumer
+            .stream()
+            .max_messages_per_batch(16)
+            .messages()
+            .await
+            .map_err(|e| unavailable(format!("cannot consume deadline timers: {e}")))?;
+        Ok(Arc::new(NatsDeadlines { messages: Mutex::new(messages) }))
+    }
+
+    async fn publish_cancel(&self, request_id: Uuid) -> Result<(), BusError> {
+        self.client.publish(self.subjects.cancel(request_id), Bytes::new()).await.map_err(unavailable)?;
+        self.client.flush().await.map_err(unavailable)
+    }
+
+    async fn cancels(&self) -> Result<BoxStream<'static, Uuid>, BusError> {
+        let sub = self.client.subscribe(self.subjects.cancel_all()).await.map_err(unavailable)?;
+        Ok(sub.filter_map(|msg| async move { request_id_of(msg.subject.as_str()) }).boxed())
+    }
+
     fn max_deliver(&self) -> u32 {
         self.config.nats.max_deliver.max(1) as u32
     }
@@ -256,11 +303,10 @@ impl WorkQueue for NatsQueue {
             let Some(message) = next else { return Ok(None) };
             let message = message.map_err(unavailable)?;
             let attempt = message.info().map(|i| i.delivered.max(1) as u32).unwrap_or(1);
-            let traceparent =
-                message.headers.as_ref().and_then(|h: &HeaderMap| h.get(TRACEPARENT)).map(|v| v.as_str().to_string());
+            let trace = TraceHeaders::from_nats(message.headers.as_ref());
             match codec::decode::<WorkItem>(&message.payload) {
                 Ok((item, _)) => {
-                    return Ok(Some(Box::new(NatsDelivery { message: Some(message), item, attempt, traceparent })));
+                    return Ok(Some(Box::new(NatsDelivery { message: Some(message), item, attempt, trace })));
                 }
                 Err(e) => {
                     tracing::error!(subject = %message.subject, error = %e, "undecodable work message, terminating it");
@@ -276,6 +322,14 @@ impl WorkQueue for NatsQueue {
             }
         }
     }
+
+    async fn close(&self) {
+        let mut messages = self.messages.lock().await;
+        // What the last pull already fetched; a few milliseconds of silence means nothing more is on its way.
+        while let Ok(Some(Ok(message))) = tokio::time::timeout(Duration::from_millis(25), messages.next()).await {
+            let _ = message.ack_with(AckKind::Nak(None)).await;
+        }
+    }
 }
 
 struct NatsDelivery {
@@ -283,7 +337,7 @@ struct NatsDelivery {
     message: Option<jetstream::Message>,
     item: WorkItem,
     attempt: u32,
-    traceparent: Option<String>,
+    trace: TraceHeaders,
 }
 
 impl Drop for NatsDelivery {
@@ -309,8 +363,8 @@ impl Delivery for NatsDelivery {
         self.attempt
     }
 
-    fn traceparent(&self) -> Option<&str> {
-        self.traceparent.as_deref()
+    fn trace(&self) -> &TraceHeaders {
+        &self.trace
     }
 
     async fn in_progress(&self) -> Result<(), BusError> {
@@ -321,16 +375,76 @@ impl Delivery for NatsDelivery {
     }
 
     async fn ack(mut self: Box<Self>) -> Result<(), BusError> {
-        match self.message.take() {
-            Some(m) => m.double_ack().await.map_err(unavailable),
-            None => Ok(()),
-        }
+        ack(self.message.take()).await
     }
 
     async fn nak(mut self: Box<Self>, delay: Duration) -> Result<(), BusError> {
-        match self.message.take() {
-            Some(m) => m.ack_with(AckKind::Nak(Some(delay))).await.map_err(unavailable),
-            None => Ok(()),
+        nak(self.message.take(), delay).await
+    }
+}
+
+/// Acks (and waits for the server to confirm) a message not yet answered.
+async fn ack(message: Option<jetstream::Message>) -> Result<(), BusError> {
+    match message {
+        Some(m) => m.double_ack().await.map_err(unavailable),
+        None => Ok(()),
+    }
+}
+
+/// Asks for redelivery of a message not yet answered after `delay`.
+async fn nak(message: Option<jetstream::Message>, delay: Duration) -> Result<(), BusError> {
+    match message {
+        Some(m) => m.ack_with(AckKind::Nak(Some(delay))).await.map_err(unavailable),
+        None => Ok(()),
+    }
+}
+
+pub struct NatsDeadlines {
+    messages: Mutex<pull::Stream>,
+}
+
+#[async_trait]
+impl DeadlineQueue for NatsDeadlines {
+    async fn next(&self) -> Result<Option<Box<dyn DeadlineDelivery>>, BusError> {
+        loop {
+            let next = self.messages.lock().await.next().await;
+            let Some(message) = next else { return Ok(None) };
+            let message = message.map_err(unavailable)?;
+            match codec::decode::<Envelope>(&message.payload) {
+                Ok((envelope, _)) => {
+                    let trace = TraceHeaders::from_nats(message.headers.as_ref());
+                    return Ok(Some(Box::new(NatsTimer { message: Some(message), envelope, trace })));
+                }
+                Err(e) => {
+                    tracing::error!(subject = %message.subject, error = %e, "undecodable deadline timer, terminating it");
+                    let _ = message.ack_with(AckKind::Term).await;
+                }
+            }
         }
+    }
+}
+
+struct NatsTimer {
+    message: Option<jetstream::Message>,
+    envelope: Envelope,
+    trace: TraceHeaders,
+}
+
+#[async_trait]
+impl DeadlineDelivery for NatsTimer {
+    fn envelope(&self) -> &Envelope {
+        &self.envelope
+    }
+
+    fn trace(&self) -> &TraceHeaders {
+        &self.trace
+    }
+
+    async fn ack(mut self: Box<Self>) -> Result<(), BusError> {
+        ack(self.message.take()).await
+    }
+
+    async fn nak(mut self: Box<Self>, delay: Duration) -> Result<(), BusError> {
+        nak(self.message.take(), delay).await
     }
 }

@@ -10,8 +10,10 @@ use figment::{
 use serde::{Deserialize, Serialize};
 
 mod llm;
+mod telemetry;
 
 pub use llm::{AgentLlmConfig, FallbackLlmConfig, LlmConfig, StructuredOutput};
+pub use telemetry::{OtlpProtocol, TelemetryConfig};
 
 /// Every environment variable sleuth reads, with what it does. `sleuth --help` and the README point here.
 pub const ENV_VARS: &[(&str, &str)] = &[
@@ -38,6 +40,15 @@ pub const ENV_VARS: &[(&str, &str)] = &[
     ("QDRANT_API_KEY", "API key of the Qdrant server, if it needs one"),
     ("HF_ENDPOINT", "Hugging Face Hub mirror for `sleuth models pull`"),
     ("RUST_LOG", "log filter, e.g. sleuth_actors=debug"),
+    ("SLEUTH__TELEMETRY__OTLP_ENDPOINT", "OTLP endpoint for spans, e.g. http://localhost:4317; unset: no export"),
+    ("OTEL_EXPORTER_OTLP_ENDPOINT", "fallback for SLEUTH__TELEMETRY__OTLP_ENDPOINT (also ..._TRACES_ENDPOINT)"),
+    ("OTEL_EXPORTER_OTLP_PROTOCOL", "grpc (default) or http/protobuf; fallback for telemetry.otlp_protocol"),
+    ("OTEL_SERVICE_NAME", "fallback for telemetry.service_name (default sleuth-<stage>, or sleuth)"),
+    ("OTEL_RESOURCE_ATTRIBUTES", "extra resource attributes of every span, key=value,..."),
+    ("OTEL_TRACES_SAMPLER", "fallback for telemetry.sampler, e.g. parentbased_traceidratio"),
+    ("OTEL_TRACES_SAMPLER_ARG", "fallback for telemetry.sampler_arg, the sampling ratio"),
+    ("OTEL_BSP_SCHEDULE_DELAY", "milliseconds between span batches (default 5000)"),
+    ("SLEUTH__TELEMETRY__HTTP_ADDR", "where sleuth serve answers /metrics, /healthz, /readyz (default 127.0.0.1:0)"),
 ];
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
@@ -55,6 +66,7 @@ pub struct Config {
     pub graph: GraphConfig,
     pub llm: LlmConfig,
     pub intake: IntakeConfig,
+    pub telemetry: TelemetryConfig,
     pub debug: DebugConfig,
 }
 
@@ -205,6 +217,9 @@ pub struct LoopConfig {
     pub max_timeout_ms: u64,
     /// Longest accepted question, in bytes.
     pub max_query_bytes: usize,
+    /// How long past its deadline a request may go unanswered before the deadline watchdog answers it from what
+    /// was gathered (when the stage holding it is down, or too slow).
+    pub deadline_grace_ms: u64,
 }
 
 impl Default for LoopConfig {
@@ -219,6 +234,7 @@ impl Default for LoopConfig {
             timeout_ms: 60_000,
             max_timeout_ms: 300_000,
             max_query_bytes: 4096,
+            deadline_grace_ms: 300,
         }
     }
 }
@@ -228,11 +244,14 @@ impl Default for LoopConfig {
 pub struct StagesConfig {
     /// Workers per stage in this process.
     pub workers: usize,
+    /// On SIGTERM, how long the deliveries in hand may take to finish before the process exits anyway (what is
+    /// unfinished is redelivered to another replica). Keep it under the orchestrator's grace period.
+    pub shutdown_grace_ms: u64,
 }
 
 impl Default for StagesConfig {
     fn default() -> Self {
-        StagesConfig { workers: 2 }
+        StagesConfig { workers: 2, shutdown_grace_ms: 20_000 }
     }
 }
 
@@ -402,6 +421,7 @@ impl Config {
         {
             config.nats.url = Some(url);
         }
+        config.telemetry = config.telemetry.with_otel_env(|name| std::env::var(name).ok());
         config.validate()?;
         Ok(config)
     }
@@ -511,6 +531,7 @@ impl Config {
         if g.statement_timeout_ms == 0 || g.query_timeout_ms == 0 {
             return bad("graph", "statement_timeout_ms and query_timeout_ms must be at least 1");
         }
+        self.telemetry.validate().map_err(ConfigError::Invalid)?;
         if self.embedder.dim == 0 || self.embedder.batch == 0 || self.embedder.cache_entries == 0 {
             return bad("embedder", "dim, batch and cache_entries must be at least 1");
         }

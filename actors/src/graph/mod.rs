@@ -7,6 +7,7 @@ pub mod mentions;
 pub mod postgres;
 pub mod primitives;
 pub mod sqlite;
+pub mod traced;
 
 use std::{collections::BTreeMap, sync::Arc, time::Duration};
 
@@ -206,14 +207,15 @@ pub async fn open(config: &Config) -> anyhow::Result<Arc<dyn GraphStore>> {
         statement: Duration::from_millis(config.graph.statement_timeout_ms),
         query: Duration::from_millis(config.graph.query_timeout_ms),
     };
-    Ok(match &config.database.url {
+    let store: Arc<dyn GraphStore> = match &config.database.url {
         Some(url) => Arc::new(postgres::PgGraph::connect(url, config.database.pool_max_size, timeouts).await?),
         None => {
             let dir = config.data_dir();
             std::fs::create_dir_all(&dir)?;
             Arc::new(sqlite::SqliteGraph::open(&dir.join("graph.sqlite"), timeouts).await?)
         }
-    })
+    };
+    Ok(Arc::new(traced::Traced(store)))
 }
 
 /// Per-query limits: `statement` is enforced by the database where it can, `query` by the client.

@@ -7,7 +7,7 @@ use std::{path::Path, str::FromStr, time::Duration};
 use anyhow::Context;
 use async_trait::async_trait;
 use sqlx::{
-    Row, SqlitePool,
+    ConnectOptions as _, Connection as _, Row, SqlitePool,
     sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteRow, SqliteSynchronous},
 };
 use uuid::Uuid;
@@ -77,6 +77,11 @@ impl SqliteGraph {
             // Writers queue behind one another (WAL allows one at a time); a large write on a starved machine
             // (the demo graph's first load next to other work) can hold the lock for seconds.
             .busy_timeout(Duration::from_secs(30));
+        // Create the file and switch it to WAL on one connection first: when the pool's first two connections
+        // both do it on a fresh file, one fails with "database is locked" before its busy timeout applies.
+        let first =
+            options.connect().await.with_context(|| format!("cannot create the graph at {}", path.display()))?;
+        first.close().await?;
         Self::with_options(options, 4, timeouts)
             .await
             .with_context(|| format!("cannot open the graph at {}", path.display()))

@@ -6,6 +6,7 @@ mod edge;
 mod filter;
 mod query;
 mod server;
+pub mod traced;
 
 pub use edge::EdgeIndex;
 pub use filter::{Condition, FieldType, FilterSchema, PayloadFilter};

@@ -16,6 +16,7 @@ use tracing::{Instrument, field::Empty};
 
 use super::{Agent, Breaker, ChatMessage, LlmError, Usage};
 use crate::config::{AgentLlmConfig, LlmConfig, StructuredOutput};
+use crate::telemetry::metrics;
 
 /// One reachable server and the model asked there.
 struct Provider {
@@ -40,6 +41,8 @@ pub struct ChatReply {
     pub model: String,
     /// The server stopped at the token limit: the content is probably cut off.
     pub truncated: bool,
+    /// Why the server stopped, as it said (`stop`, `length`, ...).
+    pub finish_reason: String,
 }
 
 /// What one failed HTTP attempt means for the next one.
@@ -105,6 +108,7 @@ impl LlmClient {
             match self.with_retries(provider, agent, messages, schema).await {
                 Ok(reply) => {
                     self.breaker.record(true);
+                    metrics::llm_breaker(self.breaker.is_open());
                     return Ok(reply);
                 }
                 Err(e) => {
@@ -114,6 +118,7 @@ impl LlmClient {
             }
         }
         self.breaker.record(false);
+        metrics::llm_breaker(self.breaker.is_open());
         Err(last)
     }
 
@@ -130,20 +135,29 @@ impl LlmClient {
         let body = self.body(&model, overrides, messages, schema);
         let mut attempt = 0;
         loop {
-            let span = tracing::info_span!(
+            let span = crate::scoped_span!(
                 "gen_ai.chat",
                 otel.name = %format_args!("chat {model}"),
+                otel.kind = "client",
                 gen_ai.operation.name = "chat",
-                gen_ai.system = "openai",
+                gen_ai.provider.name = "openai",
                 gen_ai.request.model = %model,
+                gen_ai.request.temperature = f64::from(overrides.temperature.unwrap_or(self.config.temperature)),
+                gen_ai.request.max_tokens = overrides.max_tokens.unwrap_or(self.config.max_tokens),
                 gen_ai.response.model = Empty,
+                gen_ai.response.finish_reasons = Empty,
                 gen_ai.usage.input_tokens = Empty,
                 gen_ai.usage.output_tokens = Empty,
+                gen_ai.input.messages = Empty,
+                gen_ai.output.messages = Empty,
                 "error.type" = Empty,
                 sleuth.agent = agent.as_str(),
                 sleuth.provider = provider.name,
                 sleuth.attempt = attempt,
             );
+            if crate::telemetry::capture_content() {
+                span.record("gen_ai.input.messages", serde_json::to_string(messages).unwrap_or_default());
+            }
             let chat = provider.client.chat();
             let call = chat.create_byot::<&Value, CreateChatCompletionResponse>(&body);
             let outcome = match tokio::time::timeout(timeout, call).instrument(span.clone()).await {
@@ -154,16 +168,26 @@ impl LlmClient {
             match outcome {
                 Ok(reply) => {
                     span.record("gen_ai.response.model", reply.model.as_str());
+                    span.record("gen_ai.response.finish_reasons", format!("[\"{}\"]", reply.finish_reason));
                     span.record("gen_ai.usage.input_tokens", reply.usage.input_tokens);
                     span.record("gen_ai.usage.output_tokens", reply.usage.output_tokens);
+                    if crate::telemetry::capture_content() {
+                        let output = json!([{"role": "assistant", "content": reply.content}]);
+                        span.record("gen_ai.output.messages", output.to_string());
+                    }
+                    metrics::llm_call(&model, agent.as_str(), reply.usage.input_tokens, reply.usage.output_tokens);
                     return Ok(reply);
                 }
                 Err(Failure::Fatal(message)) => {
                     span.record("error.type", "rejected");
+                    crate::telemetry::record_error(&span, &message);
+                    metrics::llm_error(&model, agent.as_str(), "rejected");
                     return Err(LlmError::Rejected(message));
                 }
                 Err(Failure::Retryable(message)) => {
                     span.record("error.type", "unavailable");
+                    crate::telemetry::record_error(&span, &message);
+                    metrics::llm_error(&model, agent.as_str(), "unavailable");
                     if attempt >= self.config.max_retries {
                         return Err(LlmError::Unavailable(format!("{message} (after {} attempts)", attempt + 1)));
                     }
@@ -229,6 +253,11 @@ fn reply(response: CreateChatCompletionResponse) -> Result<ChatReply, Failure> {
         usage,
         model: response.model,
         truncated: matches!(choice.finish_reason, Some(FinishReason::Length)),
+        finish_reason: choice
+            .finish_reason
+            .and_then(|r| serde_json::to_value(r).ok())
+            .and_then(|v| v.as_str().map(str::to_string))
+            .unwrap_or_else(|| "unknown".into()),
     })
 }
 

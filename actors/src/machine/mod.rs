@@ -21,6 +21,8 @@ use sleuth_messages::{
 };
 use uuid::Uuid;
 
+use crate::telemetry::TraceHeaders;
+
 /// Why a transition was refused. These are programming or model errors, not transient ones.
 #[derive(Debug, thiserror::Error, PartialEq)]
 pub enum TransitionError {
@@ -39,7 +41,10 @@ pub struct NewRequest {
     pub now_ms: u64,
     pub deadline_ms: u64,
     pub reply: Option<ReplyTo>,
-    pub traceparent: Option<String>,
+    /// The context of the request's root span `sleuth.ask`.
+    pub trace: TraceHeaders,
+    /// Intake made the root up: the process that ends the request records it.
+    pub records_root_span: bool,
 }
 
 /// The first state of a request: turn 1, waiting for the planner.
@@ -51,7 +56,10 @@ pub fn new_state(new: NewRequest) -> LoopState {
         analysis: new.analysis,
         plan: None,
         reply: new.reply,
-        traceparent: new.traceparent,
+        traceparent: new.trace.traceparent,
+        tracestate: new.trace.tracestate,
+        baggage: new.trace.baggage,
+        records_root_span: new.records_root_span,
         created_ms: new.now_ms,
         deadline_ms: new.deadline_ms,
         caps: new.caps,
@@ -63,6 +71,15 @@ pub fn new_state(new: NewRequest) -> LoopState {
         counters: Default::default(),
         outcome: None,
         finished_ms: None,
+    }
+}
+
+/// The context of the request's root span, as the state keeps it.
+pub fn root_trace(state: &LoopState) -> TraceHeaders {
+    TraceHeaders {
+        traceparent: state.traceparent.clone(),
+        tracestate: state.tracestate.clone(),
+        baggage: state.baggage.clone(),
     }
 }
 
@@ -90,6 +107,19 @@ pub fn expects(state: &LoopState, item: &WorkItem) -> bool {
         (Phase::Grading, Stage::Grader) => true,
         (Phase::Synthesizing, Stage::Synthesizer) => true,
         _ => false,
+    }
+}
+
+/// The stage the request is waiting for, or `None` once it is done.
+pub fn waiting_on(state: &LoopState) -> Option<Stage> {
+    match &state.phase {
+        Phase::Planning => Some(Stage::Planner),
+        Phase::Acting { pending } => {
+            pending.first().and_then(|slot| current_action(state, *slot)).and_then(executor_of)
+        }
+        Phase::Grading => Some(Stage::Grader),
+        Phase::Synthesizing => Some(Stage::Synthesizer),
+        Phase::Done => None,
     }
 }
 
@@ -239,6 +269,17 @@ pub fn apply_deadline(state: &LoopState, now_ms: u64) -> Option<LoopState> {
     }
     let mut next = state.clone();
     enter_synthesis(&mut next, TerminationReason::Deadline);
+    Some(next)
+}
+
+/// Stops a request that is not done yet, whatever it is waiting for: retrieval ends with `reason` and the state
+/// waits for synthesis. `None` if the request is already done (the first ending wins).
+pub fn apply_stop(state: &LoopState, reason: TerminationReason) -> Option<LoopState> {
+    if state.phase == Phase::Done {
+        return None;
+    }
+    let mut next = state.clone();
+    enter_synthesis(&mut next, reason);
     Some(next)
 }
 

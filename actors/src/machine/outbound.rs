@@ -12,6 +12,8 @@ use super::{current_action, executor_of};
 pub enum Outbound {
     Work(WorkItem),
     Event(Event),
+    /// Arms the request's deadline timer (once per request: the bus de-duplicates it).
+    Deadline(Envelope),
     Reply(ReplyTo, AskReply),
 }
 
@@ -40,6 +42,14 @@ pub fn next_messages(state: &LoopState) -> Vec<Outbound> {
     match &state.phase {
         Phase::Planning => {
             if state.turn == 1 {
+                out.push(Outbound::Deadline(Envelope {
+                    schema_version: SCHEMA_VERSION,
+                    request_id: state.request_id,
+                    turn: 0,
+                    step: 0,
+                    deadline_ms: state.deadline_ms,
+                    attempt: 0,
+                }));
                 out.push(event(0, EventKind::Accepted, EventBody::Accepted(state.analysis.clone())));
             } else if let Some(report) = last_report(state.turn - 1) {
                 out.push(event(state.turn - 1, EventKind::Graded, EventBody::Graded(report)));

@@ -22,7 +22,8 @@ fn state() -> LoopState {
         now_ms: 1_000,
         deadline_ms: 10_000,
         reply: None,
-        traceparent: None,
+        trace: Default::default(),
+        records_root_span: false,
     })
 }
 
@@ -181,9 +182,37 @@ fn next_messages_is_a_function_of_the_state() {
             Outbound::Work(w) => format!("work {}", w.stage),
             Outbound::Event(e) => format!("event {}", e.kind.as_str()),
             Outbound::Reply(..) => "reply".into(),
+            Outbound::Deadline(_) => "deadline".into(),
         })
         .collect();
     assert_eq!(kinds, vec!["event graded", "work synthesizer"]);
+}
+
+#[test]
+fn the_first_turn_arms_the_deadline_timer_and_later_turns_do_not() {
+    let s = state();
+    let timers: Vec<_> = next_messages(&s)
+        .into_iter()
+        .filter_map(|o| match o {
+            Outbound::Deadline(e) => Some(e),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(timers.len(), 1);
+    assert_eq!((timers[0].request_id, timers[0].deadline_ms), (s.request_id, s.deadline_ms));
+    let later = turn(&s, &["luffy"], vec![hits(&["a"])], false, 2_000);
+    assert!(!next_messages(&later).iter().any(|o| matches!(o, Outbound::Deadline(_))));
+}
+
+#[test]
+fn a_stop_ends_retrieval_once_and_never_reopens_a_finished_request() {
+    let s = state();
+    let stopped = apply_stop(&s, TerminationReason::Cancelled).unwrap();
+    assert_eq!((stopped.phase.clone(), stopped.stop_reason), (Phase::Synthesizing, Some(TerminationReason::Cancelled)));
+    assert_eq!(waiting_on(&stopped), Some(Stage::Synthesizer));
+    let done = apply_response(&stopped, crate::stages::synthesizer::synthesize(&stopped), 3_000).unwrap();
+    assert!(apply_stop(&done, TerminationReason::Deadline).is_none(), "the first ending wins");
+    assert_eq!(waiting_on(&done), None);
 }
 
 #[test]

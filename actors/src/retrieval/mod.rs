@@ -240,7 +240,7 @@ async fn open_index(
     indexed: Vec<(String, crate::index::FieldType)>,
 ) -> anyhow::Result<Arc<dyn VectorIndex>> {
     let settings = &config.retrieval;
-    Ok(match settings.backend {
+    let inner: Arc<dyn VectorIndex> = match settings.backend {
         IndexBackend::Edge => {
             let dir = config.data_dir().join("index").join(dir);
             Arc::new(tokio::task::spawn_blocking(move || EdgeIndex::open(&dir, dim, &indexed)).await??)
@@ -250,5 +250,7 @@ async fn open_index(
             let key = std::env::var(&settings.qdrant_api_key_env).ok();
             Arc::new(ServerIndex::connect(&url, key, collection, dim, &indexed).await?)
         }
-    })
+    };
+    let in_process = settings.backend == IndexBackend::Edge;
+    Ok(Arc::new(crate::index::traced::Traced { inner, collection: collection.to_string(), in_process }))
 }

@@ -6,14 +6,14 @@ use std::sync::Arc;
 use futures::StreamExt;
 use sleuth_messages::{ErrorKind, ErrorResponse, Stage};
 
-use super::{NodeContext, handler::end_with_error};
+use super::{Counter, NodeContext, finish::end_with_error};
 
 /// Runs until the bus closes. Spawn it once per process.
 pub async fn watch(ctx: Arc<NodeContext>, stages: Vec<Stage>) -> anyhow::Result<()> {
     let mut letters = ctx.bus.dead_letters(&stages).await?;
     while let Some(letter) = letters.next().await {
         tracing::error!(request_id = %letter.request_id, stage = %letter.stage, reason = %letter.reason, "dead letter, ending the request");
-        ctx.stats.incr(letter.stage, "dead_letters");
+        ctx.stats.incr(letter.stage, Counter::DeadLetters);
         let error = ErrorResponse::new(ErrorKind::DeadLetter, format!("{} {}", letter.stage, letter.reason));
         if let Err(e) = end_with_error(&ctx, letter.request_id, error).await {
             tracing::error!(request_id = %letter.request_id, error = format!("{e:#}"), "cannot end dead-lettered request");

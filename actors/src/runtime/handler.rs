@@ -1,19 +1,28 @@
 //! The delivery handler: the one place that implements DESIGN.md § Delivery for every stage.
 //!
 //! 1. load the state and its revision; if the work is already applied, skip to 4;
-//! 2. do the work (with in-progress acks while it runs);
+//! 2. do the work (with in-progress acks while it runs, dropped if the request is cancelled);
 //! 3. compare-and-swap the new state, reloading and re-checking on conflict;
 //! 4. publish what the committed state calls for (de-duplicated by message id);
 //! 5. ack.
+//!
+//! Each delivery is one span (`plan`, `retrieve`, `graph`, `grade`, `synthesize`), a child of the span that
+//! published the work, so a request is one trace however many processes it crosses.
 
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
-use sleuth_messages::{ErrorKind, ErrorResponse, LoopState};
-use tracing::Instrument;
+use sleuth_messages::{ErrorKind, ErrorResponse, LoopState, Phase, Stage};
+use tokio_util::sync::CancellationToken;
+use tracing::{Instrument, field::Empty};
 
-use super::{NodeContext, publish_all};
-use crate::{bus::Delivery, machine, stages::StageLogic, store::StoreError, telemetry};
+use super::{Counter, NodeContext, finish, kv, on_finished, publish_all, span_name};
+use crate::{
+    bus::Delivery,
+    machine,
+    stages::StageLogic,
+    telemetry::{self, Scope, context, metrics, scope},
+};
 
 /// What happened to one delivery.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -28,6 +37,17 @@ pub enum Handled {
     DeadLettered,
 }
 
+impl Handled {
+    fn counter(self) -> Counter {
+        match self {
+            Handled::Applied => Counter::Applied,
+            Handled::Duplicate => Counter::Duplicates,
+            Handled::Orphan => Counter::Orphans,
+            Handled::DeadLettered => Counter::DeadLetters,
+        }
+    }
+}
+
 /// Handles one delivery end to end. Errors mean the delivery was handed back for redelivery.
 pub async fn process(
     ctx: &NodeContext,
@@ -35,66 +55,96 @@ pub async fn process(
     delivery: Box<dyn Delivery>,
 ) -> anyhow::Result<Handled> {
     let item = delivery.item().clone();
+    let stage = logic.stage();
+    let id = item.envelope.request_id;
+    let attempt = delivery.attempt();
     let span = tracing::info_span!(
         "stage",
-        stage = %item.stage,
-        request_id = %item.envelope.request_id,
-        turn = item.envelope.turn,
-        step = item.envelope.step,
-        attempt = delivery.attempt(),
-        traceparent = delivery.traceparent().unwrap_or(""),
+        otel.name = span_name(stage),
+        otel.kind = "consumer",
+        sleuth.request_id = %id,
+        sleuth.turn = item.envelope.turn,
+        sleuth.stage = stage.as_str(),
+        sleuth.step = item.envelope.step,
+        sleuth.attempt = attempt,
+        sleuth.outcome = Empty,
+        messaging.system = ctx.messaging_system(),
+        messaging.operation.type = "process",
+        messaging.operation.name = "process",
+        messaging.destination.name = %ctx.subjects.work(stage, id),
+        messaging.consumer.group.name = %ctx.subjects.consumer(stage),
+        messaging.message.id = %item.msg_id(),
     );
+    context::set_parent(&span, delivery.trace());
+    if attempt > 1 {
+        ctx.stats.incr(stage, Counter::Redeliveries);
+    }
+    let _in_flight = metrics::InFlight::start(stage);
+    let cancellation = ctx.cancels.register(id);
+    let scope = Scope { request_id: id, turn: item.envelope.turn, stage: stage.as_str() };
     let started = Instant::now();
-    let result = run(ctx, logic, &*delivery).instrument(span.clone()).await;
-    let stage = logic.stage();
-    match result {
+    let result = scope::within(scope, run(ctx, logic, &*delivery, cancellation.token()).instrument(span.clone())).await;
+    drop(cancellation);
+    let outcome = match result {
         Ok((handled, state)) => {
-            if let Some(state) = state {
-                publish_all(ctx, &state).await.context("cannot publish next messages")?;
+            if let Some(state) = &state {
+                // Only the delivery that ended the request replies, or a redelivery of the synthesizer's work
+                // (its first delivery may have died between the commit and the reply).
+                let ended_here = handled == Handled::Applied && state.phase == Phase::Done;
+                let replies = ended_here || (stage == Stage::Synthesizer && attempt > 1);
+                let publish = publish_all(ctx, state, delivery.trace(), replies);
+                scope::within(scope, publish.instrument(span.clone())).await.context("cannot publish next messages")?;
+                if ended_here {
+                    on_finished(state);
+                }
             }
             delivery.ack().await.context("cannot ack")?;
-            ctx.stats.incr(
-                stage,
-                match handled {
-                    Handled::Applied => "applied",
-                    Handled::Duplicate => "duplicates",
-                    Handled::Orphan => "orphans",
-                    Handled::DeadLettered => "dead_letters",
-                },
-            );
+            ctx.stats.incr(stage, handled.counter());
             span.in_scope(|| tracing::debug!(?handled, elapsed_ms = started.elapsed().as_millis() as u64, "handled"));
             Ok(handled)
         }
-        Err(err) if delivery.attempt() >= ctx.bus.max_deliver() => {
-            ctx.stats.incr(stage, "failures");
+        Err(err) if attempt >= ctx.bus.max_deliver() => {
+            ctx.stats.incr(stage, Counter::Failures);
+            telemetry::record_error(&span, &format!("{err:#}"));
             span.in_scope(|| tracing::error!(error = format!("{err:#}"), "last delivery failed, ending the request"));
-            let error = ErrorResponse::new(
-                ErrorKind::DeadLetter,
-                format!("{stage} failed {} times: {err:#}", delivery.attempt()),
-            );
-            end_with_error(ctx, item.envelope.request_id, error).await?;
+            let error = ErrorResponse::new(ErrorKind::DeadLetter, format!("{stage} failed {attempt} times: {err:#}"));
+            finish::end_with_error(ctx, id, error).instrument(span.clone()).await?;
             delivery.ack().await.context("cannot ack")?;
+            ctx.stats.incr(stage, Counter::DeadLetters);
             Ok(Handled::DeadLettered)
         }
         Err(err) => {
-            ctx.stats.incr(stage, "failures");
+            ctx.stats.incr(stage, Counter::Failures);
+            telemetry::record_error(&span, &format!("{err:#}"));
             span.in_scope(|| tracing::warn!(error = format!("{err:#}"), "stage failed, will retry"));
-            let backoff = Duration::from_millis(200u64.saturating_mul(1 << delivery.attempt().min(6)));
+            let backoff = Duration::from_millis(200u64.saturating_mul(1 << attempt.min(6)));
             delivery.nak(backoff).await.context("cannot nak")?;
             Err(err)
         }
-    }
+    };
+    let label = match &outcome {
+        Ok(Handled::Applied) => "applied",
+        Ok(Handled::Duplicate) => "duplicate",
+        Ok(Handled::Orphan) => "orphan",
+        Ok(Handled::DeadLettered) => "dead_letter",
+        Err(_) => "failed",
+    };
+    span.record("sleuth.outcome", label);
+    metrics::stage_handled(stage, label, started.elapsed().as_secs_f64());
+    outcome
 }
 
 async fn run(
     ctx: &NodeContext,
     logic: &dyn StageLogic,
     delivery: &dyn Delivery,
+    cancelled: &CancellationToken,
 ) -> anyhow::Result<(Handled, Option<LoopState>)> {
     let item = delivery.item();
     let id = item.envelope.request_id;
+    let stage = logic.stage();
     loop {
-        let Some((state, revision)) = ctx.store.load(id).await? else {
+        let Some((state, revision)) = kv::load(ctx, id).await? else {
             tracing::warn!("no loop state for this request, dropping the work");
             return Ok((Handled::Orphan, None));
         };
@@ -102,24 +152,33 @@ async fn run(
             tracing::info!("deadline passed, stopping retrieval");
             next
         } else if machine::expects(&state, item) {
-            with_progress(delivery, ctx.bus.ack_wait(), async {
+            anyhow::ensure!(!cancelled.is_cancelled(), "the request was cancelled but has not ended yet");
+            let work = with_progress(delivery, ctx.bus.ack_wait(), async {
                 let delay = ctx.config.debug.stage_delay_ms;
                 if delay > 0 {
                     tokio::time::sleep(Duration::from_millis(delay)).await;
                 }
                 logic.apply(&state, item).await
-            })
-            .await?
+            });
+            tokio::select! {
+                biased;
+                _ = cancelled.cancelled() => {
+                    // The cancellation was committed before this process was told: the reload sees the end.
+                    ctx.stats.incr(stage, Counter::Cancelled);
+                    tracing::info!("request cancelled, in-flight work dropped");
+                    continue;
+                }
+                next = work => next?,
+            }
         } else {
             return Ok((Handled::Duplicate, Some(note_duplicate(ctx, state, revision).await)));
         };
-        match ctx.store.compare_and_swap(&next, revision).await {
-            Ok(_) => return Ok((Handled::Applied, Some(next))),
-            Err(StoreError::Conflict) => {
+        match kv::compare_and_swap(ctx, &next, revision).await? {
+            Some(_) => return Ok((Handled::Applied, Some(next))),
+            None => {
+                ctx.stats.incr(stage, Counter::CasConflicts);
                 tracing::debug!("revision conflict, reloading");
-                continue;
             }
-            Err(e) => return Err(e.into()),
         }
     }
 }
@@ -129,9 +188,9 @@ async fn run(
 async fn note_duplicate(ctx: &NodeContext, mut state: LoopState, mut revision: u64) -> LoopState {
     for _ in 0..5 {
         state.counters.duplicates_skipped += 1;
-        match ctx.store.compare_and_swap(&state, revision).await {
-            Ok(_) => return state,
-            Err(_) => match ctx.store.load(state.request_id).await {
+        match kv::compare_and_swap(ctx, &state, revision).await {
+            Ok(Some(_)) => return state,
+            _ => match kv::load(ctx, state.request_id).await {
                 Ok(Some((fresh, rev))) => (state, revision) = (fresh, rev),
                 _ => break,
             },
@@ -155,24 +214,5 @@ async fn with_progress<T>(delivery: &dyn Delivery, ack_wait: Duration, work: imp
     tokio::select! {
         out = work => out,
         never = ticker => never,
-    }
-}
-
-/// Ends a request with an error unless it already ended, then publishes its final messages.
-pub async fn end_with_error(ctx: &NodeContext, request_id: uuid::Uuid, error: ErrorResponse) -> anyhow::Result<()> {
-    loop {
-        let Some((state, revision)) = ctx.store.load(request_id).await? else { return Ok(()) };
-        let Some(next) = machine::apply_failure(&state, error.clone(), telemetry::now_ms()) else {
-            publish_all(ctx, &state).await?;
-            return Ok(());
-        };
-        match ctx.store.compare_and_swap(&next, revision).await {
-            Ok(_) => {
-                publish_all(ctx, &next).await?;
-                return Ok(());
-            }
-            Err(StoreError::Conflict) => continue,
-            Err(e) => return Err(e.into()),
-        }
     }
 }

@@ -1,43 +1,82 @@
 //! The runtime that runs stages: the delivery handler (load → work → CAS → publish → ack), supervised worker
-//! actors, the dead-letter watcher, and the [`NodeContext`] they share.
+//! actors, the dead-letter watcher, cancellation, the deadline watchdog, and the [`NodeContext`] they share.
 
+pub mod cancel;
 pub mod dead_letters;
+pub mod finish;
 pub mod handler;
+pub mod kv;
+mod stats;
 pub mod supervisor;
 #[cfg(test)]
 mod tests;
+pub mod watchdog;
 pub mod worker;
 
-use std::{
-    collections::BTreeMap,
-    sync::{
-        Arc, Mutex,
-        atomic::{AtomicU64, Ordering},
-    },
-};
+use std::sync::Arc;
 
-use sleuth_messages::{LoopState, Stage};
+use sleuth_messages::{LoopState, Stage, subjects::Subjects};
+use tracing::Instrument;
+
+pub use cancel::Cancellations;
+pub use stats::{Counter, Stats};
 
 use crate::{
     bus::{Bus, BusError},
     config::Config,
     llm::LlmAgent,
     machine::{self, Outbound},
+    scoped_span,
     store::{Conversations, IndexGeneration, StateStore, bucket::MemoryBucket},
+    telemetry::{TraceHeaders, context},
 };
 
 /// What every stage in a process shares: configuration, the bus, the state store and the counters.
 pub struct NodeContext {
     pub config: Arc<Config>,
+    /// Subject and stream names, derived once from `config`.
+    pub subjects: Subjects,
     pub bus: Arc<dyn Bus>,
     pub store: Arc<dyn StateStore>,
     pub stats: Arc<Stats>,
+    /// The work in flight in this process, by request, so a cancellation can drop it.
+    pub cancels: Arc<Cancellations>,
     /// Recent turns per `conversation_id`, for intake's follow-up resolution.
     pub conversations: Arc<Conversations>,
     /// Moved by ingestion; the retrieval caches drop what an older generation computed.
     pub generation: Arc<IndexGeneration>,
     /// The LLM that rewrites a conversation's follow-ups at intake, when one is configured.
     pub rewriter: Option<LlmAgent>,
+    /// Set when the process shuts down: workers finish what they hold and take nothing more.
+    pub drain: Drain,
+}
+
+/// Graceful shutdown: the signal to stop taking work, and how many deliveries are still being handled.
+#[derive(Debug, Default)]
+pub struct Drain {
+    pub stopping: tokio_util::sync::CancellationToken,
+    busy: Arc<std::sync::atomic::AtomicUsize>,
+}
+
+/// Counts one delivery being handled, for as long as it lives (a panic included).
+pub struct Busy(Arc<std::sync::atomic::AtomicUsize>);
+
+impl Drop for Busy {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
+    }
+}
+
+impl Drain {
+    pub fn busy(&self) -> Busy {
+        self.busy.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        Busy(self.busy.clone())
+    }
+
+    /// Deliveries being handled right now.
+    pub fn in_flight(&self) -> usize {
+        self.busy.load(std::sync::atomic::Ordering::SeqCst)
+    }
 }
 
 impl NodeContext {
@@ -47,60 +86,99 @@ impl NodeContext {
         let conversations =
             Conversations::new(Arc::new(MemoryBucket::new(Some(ttl))), config.intake.conversation_turns);
         NodeContext {
+            subjects: config.subjects(),
             bus,
             store,
             stats: Arc::new(Stats::default()),
+            cancels: Arc::new(Cancellations::default()),
             conversations: Arc::new(conversations),
             generation: Arc::new(IndexGeneration::new(Arc::new(MemoryBucket::new(None)))),
             rewriter: None,
+            drain: Drain::default(),
             config,
         }
     }
-}
 
-/// Counters per stage, read by tests and exported as metrics.
-#[derive(Debug, Default)]
-pub struct Stats {
-    counters: Mutex<BTreeMap<(Stage, &'static str), Arc<AtomicU64>>>,
-}
-
-impl Stats {
-    pub fn counter(&self, stage: Stage, name: &'static str) -> Arc<AtomicU64> {
-        self.counters.lock().expect("stats poisoned").entry((stage, name)).or_default().clone()
-    }
-
-    pub fn incr(&self, stage: Stage, name: &'static str) {
-        self.counter(stage, name).fetch_add(1, Ordering::Relaxed);
-    }
-
-    pub fn get(&self, stage: Stage, name: &'static str) -> u64 {
-        self.counter(stage, name).load(Ordering::Relaxed)
-    }
-
-    pub fn snapshot(&self) -> Vec<(Stage, &'static str, u64)> {
-        self.counters
-            .lock()
-            .expect("stats poisoned")
-            .iter()
-            .map(|((stage, name), v)| (*stage, *name, v.load(Ordering::Relaxed)))
-            .collect()
+    /// `messaging.system` of this process's bus.
+    pub fn messaging_system(&self) -> &'static str {
+        if self.config.nats.url.is_some() { "nats" } else { "sleuth_in_process" }
     }
 }
 
-/// Publishes everything the state calls for ([`machine::next_messages`]).
-pub async fn publish_all(ctx: &NodeContext, state: &LoopState) -> Result<(), BusError> {
-    let traceparent = state.traceparent.as_deref();
+/// Publishes everything the state calls for ([`machine::next_messages`]), each message under a `send` span
+/// whose context travels in the message's headers. `inherited` is the trace context this hop started from: it
+/// passes through unchanged when spans are not exported. The reply to the requester's inbox is only sent when
+/// `replies` is set (by whoever committed the end, or its redelivery): unlike work and events, a core NATS
+/// reply is not de-duplicated.
+pub async fn publish_all(
+    ctx: &NodeContext,
+    state: &LoopState,
+    inherited: &TraceHeaders,
+    replies: bool,
+) -> Result<(), BusError> {
+    let system = ctx.messaging_system();
     for out in machine::next_messages(state) {
         match out {
-            Outbound::Work(item) => ctx.bus.publish_work(&item, traceparent).await?,
-            Outbound::Event(event) => ctx.bus.publish_event(&event, traceparent).await?,
-            Outbound::Reply(to, reply) => {
+            Outbound::Work(item) => {
+                let subject = ctx.subjects.work(item.stage, item.envelope.request_id);
+                let span = send_span(system, &subject, &item.msg_id(), item.stage.as_str());
+                let trace = context::of_span(&span, inherited);
+                ctx.bus.publish_work(&item, &trace).instrument(span).await?
+            }
+            Outbound::Event(event) => {
+                let subject = ctx.subjects.events(event.request_id);
+                let span = send_span(system, &subject, &event.msg_id(), "events");
+                let trace = context::of_span(&span, inherited);
+                ctx.bus.publish_event(&event, &trace).instrument(span).await?
+            }
+            Outbound::Deadline(envelope) => {
+                let subject = ctx.subjects.deadline(envelope.request_id);
+                let span = send_span(system, &subject, &format!("{}:deadline", envelope.request_id), "watchdog");
+                let trace = context::of_span(&span, inherited);
+                ctx.bus.publish_deadline(&envelope, &trace).instrument(span).await?
+            }
+            Outbound::Reply(to, reply) if replies => {
+                let span = send_span(system, &to.subject, "", "reply");
+                let trace = context::of_span(&span, inherited);
                 // A lost reply is not fatal: the final event holds the same answer.
-                if let Err(e) = ctx.bus.reply(&to, &reply).await {
+                if let Err(e) = ctx.bus.reply(&to, &reply, &trace).instrument(span).await {
                     tracing::warn!(request_id = %state.request_id, error = %e, "cannot send reply");
                 }
             }
+            Outbound::Reply(..) => {}
         }
     }
     Ok(())
+}
+
+/// A producer span after OTel's messaging conventions; `what` names the destination without the request id.
+fn send_span(system: &'static str, subject: &str, msg_id: &str, what: &'static str) -> tracing::Span {
+    scoped_span!(
+        "send",
+        otel.name = %format_args!("send {what}"),
+        otel.kind = "producer",
+        messaging.system = system,
+        messaging.operation.type = "send",
+        messaging.operation.name = "publish",
+        messaging.destination.name = %subject,
+        messaging.message.id = (!msg_id.is_empty()).then_some(msg_id),
+    )
+}
+
+/// What happens once a request's end is committed, exactly once, by the process that committed it.
+pub fn on_finished(state: &LoopState) {
+    crate::telemetry::metrics::request_finished(state);
+    crate::telemetry::record_root(state);
+}
+
+/// The stage names the span tree uses: `plan`, `retrieve`, `graph`, `grade`, `synthesize`.
+pub fn span_name(stage: Stage) -> &'static str {
+    match stage {
+        Stage::Intake => "intake",
+        Stage::Planner => "plan",
+        Stage::Retrieve => "retrieve",
+        Stage::Graph => "graph",
+        Stage::Grader => "grade",
+        Stage::Synthesizer => "synthesize",
+    }
 }

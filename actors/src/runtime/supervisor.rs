@@ -49,7 +49,7 @@ impl Actor for StageSupervisor {
         match event {
             SupervisionEvent::ActorFailed(cell, err) => {
                 let stage = state.args.stage();
-                state.args.worker.ctx.stats.incr(stage, "restarts");
+                state.args.worker.ctx.stats.incr(stage, super::Counter::Restarts);
                 tracing::error!(stage = %stage, error = %err, "worker failed, restarting it");
                 state.workers.retain(|w| w.get_id() != cell.get_id());
                 let (worker, _) =
@@ -97,7 +97,7 @@ impl Actor for NodeSupervisor {
             && let Some(i) = state.stages.iter().position(|(_, s)| s.get_id() == cell.get_id())
         {
             let args = state.stages[i].0.clone();
-            args.worker.ctx.stats.incr(args.stage(), "stage_restarts");
+            args.worker.ctx.stats.incr(args.stage(), super::Counter::StageRestarts);
             tracing::error!(stage = %args.stage(), error = %err, "stage supervisor failed, restarting it");
             let (sup, _) = Actor::spawn_linked(None, StageSupervisor, args.clone(), myself.get_cell()).await?;
             state.stages[i] = (args, sup);

@@ -12,7 +12,7 @@ use ractor::Actor;
 use sleuth_messages::{AskRequest, EventBody, LoopState, Outcome, Stage, WorkItem};
 
 use super::{
-    NodeContext,
+    Counter, NodeContext,
     supervisor::{NodeSupervisor, StageArgs},
     worker::WorkerArgs,
 };
@@ -99,7 +99,7 @@ async fn ask(h: &Harness, query: &str) -> (uuid::Uuid, sleuth_messages::AskReply
     let request_id = uuid::Uuid::now_v7();
     let mut events = h.bus.events(request_id).await.unwrap();
     let request = AskRequest { request_id: Some(request_id), ..AskRequest::new(query) };
-    intake::submit(&h.ctx, request, None, None).await.unwrap();
+    intake::submit(&h.ctx, request, None, &Default::default()).await.unwrap();
     let reply = tokio::time::timeout(std::time::Duration::from_secs(20), async {
         while let Some(e) = events.next().await {
             if let EventBody::Final(reply) = e.body {
@@ -120,7 +120,7 @@ async fn a_panicking_worker_is_restarted_and_its_message_redelivered() {
     let h = harness(grader.clone(), 5).await;
     let (_, reply) = ask(&h, "Which anime is Luffy in?").await;
     assert!(matches!(reply.outcome, Outcome::Answer(_)), "{:?}", reply.outcome);
-    assert_eq!(h.ctx.stats.get(Stage::Grader, "restarts"), 2, "two panics, two restarts");
+    assert_eq!(h.ctx.stats.get(Stage::Grader, Counter::Restarts), 2, "two panics, two restarts");
     assert_eq!(grader.calls.load(Ordering::SeqCst), 3, "the message came back after each panic");
 }
 
@@ -142,12 +142,12 @@ async fn a_duplicate_delivery_is_acked_without_reapplying() {
     };
     h.bus.inject(planner_work);
     for _ in 0..100 {
-        if h.ctx.stats.get(Stage::Planner, "duplicates") == 1 {
+        if h.ctx.stats.get(Stage::Planner, Counter::Duplicates) == 1 {
             break;
         }
         tokio::time::sleep(std::time::Duration::from_millis(20)).await;
     }
-    assert_eq!(h.ctx.stats.get(Stage::Planner, "duplicates"), 1);
+    assert_eq!(h.ctx.stats.get(Stage::Planner, Counter::Duplicates), 1);
     let (after, _) = h.ctx.store.load(request_id).await.unwrap().unwrap();
     assert_eq!(after.turns, before.turns);
     assert_eq!(after.outcome, before.outcome);
@@ -184,5 +184,5 @@ async fn a_worker_panicking_on_every_delivery_is_dead_lettered() {
         "{:?}",
         reply.outcome
     );
-    assert_eq!(h.ctx.stats.get(Stage::Grader, "dead_letters"), 1);
+    assert_eq!(h.ctx.stats.get(Stage::Grader, Counter::DeadLetters), 1);
 }

@@ -1,6 +1,7 @@
 //! [`Worker`]: one actor that pulls deliveries for its stage and handles them one at a time. A stage runs a
 //! pool of them under its [`super::supervisor::StageSupervisor`]; a worker that panics is restarted, and the
-//! delivery it held is redelivered because it was dropped without an ack.
+//! delivery it held is redelivered because it was dropped without an ack. When the process drains (SIGTERM), a
+//! worker finishes the delivery it holds and takes no other.
 
 use std::{sync::Arc, time::Duration};
 
@@ -49,13 +50,20 @@ impl Actor for Worker {
         state: &mut WorkerArgs,
     ) -> Result<(), ActorProcessingErr> {
         let WorkerMsg::Next = msg;
-        match state.queue.next().await {
+        let drain = &state.ctx.drain;
+        let next = tokio::select! {
+            biased;
+            _ = drain.stopping.cancelled() => Ok(None),
+            next = state.queue.next() => next,
+        };
+        match next {
             Ok(Some(delivery)) => {
+                let _busy = drain.busy();
                 // Failures are already logged, counted and handed back to the bus by the handler.
                 let _ = handler::process(&state.ctx, &*state.logic, delivery).await;
             }
             Ok(None) => {
-                tracing::info!(stage = %state.logic.stage(), "work queue closed, worker stopping");
+                tracing::info!(stage = %state.logic.stage(), "no more work for this worker, stopping");
                 myself.stop(None);
                 return Ok(());
             }
@@ -63,6 +71,10 @@ impl Actor for Worker {
                 tracing::warn!(stage = %state.logic.stage(), error = %e, "cannot take work, retrying");
                 tokio::time::sleep(Duration::from_secs(1)).await;
             }
+        }
+        if drain.stopping.is_cancelled() {
+            myself.stop(None);
+            return Ok(());
         }
         myself.cast(WorkerMsg::Next)?;
         Ok(())

@@ -15,7 +15,8 @@ pub fn state_for(question: &str) -> LoopState {
         now_ms: 0,
         deadline_ms: u64::MAX,
         reply: None,
-        traceparent: None,
+        trace: Default::default(),
+        records_root_span: false,
     })
 }
 

@@ -54,6 +54,9 @@ impl StageLogic for LlmGrader {
             }
         }
         tracing::info!(request_id = %state.request_id, turn = state.turn, sufficient = report.sufficient, tokens = usage.total(), fell_back, missing = ?report.missing, "graded");
+        if fell_back {
+            crate::telemetry::metrics::llm_fallback("grader");
+        }
         Ok(machine::apply_report(&charge(state, usage, fell_back), report, telemetry::now_ms())?)
     }
 }

@@ -73,6 +73,9 @@ impl StageLogic for LlmPlanner {
             request_id = %state.request_id, turn = state.turn, tokens = usage.total(), fell_back,
             actions = ?step.actions.iter().map(|a| a.describe()).collect::<Vec<_>>(), "planned"
         );
+        if fell_back {
+            crate::telemetry::metrics::llm_fallback("planner");
+        }
         Ok(machine::apply_plan(&charge(state, usage, fell_back), step, plan)?)
     }
 }

@@ -81,6 +81,9 @@ impl StageLogic for LlmSynthesizer {
             mark_degraded(&mut response);
         }
         tracing::info!(request_id = %state.request_id, citations = response.citations.len(), tokens = usage.total(), fell_back, reason = reason.as_str(), "synthesized");
+        if fell_back {
+            crate::telemetry::metrics::llm_fallback("synthesizer");
+        }
         Ok(machine::apply_response(&charge(state, usage, fell_back), response, telemetry::now_ms())?)
     }
 }

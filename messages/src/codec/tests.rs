@@ -109,6 +109,9 @@ fn sample_state() -> LoopState {
         plan: None,
         reply: None,
         traceparent: Some("00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01".into()),
+        tracestate: Some("vendor=x".into()),
+        baggage: Some("tenant=acme".into()),
+        records_root_span: true,
         created_ms: 1,
         deadline_ms: 2,
         caps: Caps {
@@ -179,6 +182,30 @@ fn ask_request_golden_bytes_do_not_drift() {
     let bytes = encode(&AskRequest::new("Who is Luffy?"), Encoding::MsgPack).unwrap();
     let hex: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
     assert_eq!(hex, GOLDEN_ASK_REQUEST);
+}
+
+#[test]
+fn deadline_timer_is_the_work_items_envelope() {
+    // The watchdog's timer carries a bare `Envelope`: the same bytes as the envelope inside a work item.
+    let bytes = encode(&work_item().envelope, Encoding::MsgPack).unwrap();
+    let hex: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
+    let inner = GOLDEN_WORK_ITEM.strip_prefix("82a8656e76656c6f7065").unwrap();
+    assert!(inner.starts_with(&hex), "{hex} is not the envelope inside {GOLDEN_WORK_ITEM}");
+}
+
+#[test]
+fn trace_fields_are_optional_both_ways() {
+    // A state written before tracestate, baggage and records_root_span existed decodes with them unset, and a
+    // state without them writes none of their keys.
+    let mut state = sample_state();
+    (state.tracestate, state.baggage, state.records_root_span) = (None, None, false);
+    let bytes = encode(&state, Encoding::MsgPack).unwrap();
+    let text = String::from_utf8_lossy(&bytes);
+    assert!(!text.contains("tracestate") && !text.contains("baggage") && !text.contains("records_root_span"));
+    assert_eq!(decode::<LoopState>(&bytes).unwrap().0, state);
+    let json = serde_json::to_value(sample_state()).unwrap();
+    assert_eq!(json["records_root_span"], true);
+    assert_eq!(json["baggage"], "tenant=acme");
 }
 
 const GOLDEN_WORK_ITEM: &str = "82a8656e76656c6f706586ae736368656d615f76657273696f6e01aa726571756573745f6964c41001890a5dac96774bbcceb302099a8057a47475726e02a47374657001ab646561646c696e655f6d73cf0000018bcfe56800a7617474656d707401a57374616765a87265747269657665";

@@ -13,13 +13,15 @@ use sleuth_messages::{
     AskRequest, ClarifyingQuestion, ConversationTurn, ErrorKind, ErrorResponse, QueryAnalysis, QueryType, ReplyTo,
     Route, SCHEMA_VERSION, conversation::valid_conversation_id,
 };
+use tracing::Instrument;
 use uuid::Uuid;
 
 use crate::{
     machine::{self, NewRequest},
     runtime::{NodeContext, publish_all},
     store::StoreError,
-    telemetry, text,
+    telemetry::{self, Scope, TraceHeaders, context, scope},
+    text,
 };
 
 /// Relation nouns that make a question multi-hop: "X's mother", "the director of X".
@@ -189,8 +191,12 @@ fn understand(
 }
 
 /// Publishes what a request's state calls for; for an existing request the bus de-duplicates what was already sent.
-async fn publish_state(ctx: &NodeContext, state: &sleuth_messages::LoopState) -> Result<(), ErrorResponse> {
-    publish_all(ctx, state).await.map_err(|e| {
+async fn publish_state(
+    ctx: &NodeContext,
+    state: &sleuth_messages::LoopState,
+    trace: &TraceHeaders,
+) -> Result<(), ErrorResponse> {
+    publish_all(ctx, state, trace, false).await.map_err(|e| {
         ErrorResponse::new(ErrorKind::Unavailable, format!("cannot publish work: {e}")).for_request(state.request_id)
     })
 }
@@ -215,20 +221,57 @@ fn clarify(question: &str, why: &str) -> Vec<ClarifyingQuestion> {
 }
 
 /// Accepts a question: validates it, creates its loop state and publishes the first work. Returns its id.
+///
+/// `trace` is the context the request arrived with (a client's `sleuth.ask` span, or any upstream service's):
+/// the `intake` span joins it. A request that arrived without one gets a root made up here, which the process
+/// that ends the request records.
 pub async fn submit(
     ctx: &NodeContext,
     request: AskRequest,
     reply: Option<ReplyTo>,
-    traceparent: Option<String>,
+    trace: &TraceHeaders,
 ) -> Result<Uuid, ErrorResponse> {
     let normalized = validate(&request, ctx.config.loop_.max_query_bytes)?;
     let request_id = request.request_id.unwrap_or_else(Uuid::now_v7);
+    let records_root_span = trace.is_empty();
+    let root = if records_root_span { telemetry::new_root() } else { trace.clone() };
+    let span = tracing::info_span!(
+        "stage",
+        otel.name = "intake",
+        otel.kind = "server",
+        sleuth.request_id = %request_id,
+        sleuth.turn = 0,
+        sleuth.stage = "intake",
+        sleuth.route = tracing::field::Empty,
+        messaging.system = ctx.messaging_system(),
+        messaging.operation.type = "process",
+        messaging.destination.name = %ctx.subjects.ask(),
+    );
+    context::set_parent(&span, &root);
+    let scope = Scope { request_id, turn: 0, stage: "intake" };
+    let accepted = accept(ctx, request, normalized, request_id, reply, root, records_root_span);
+    let accepted = scope::within(scope, accepted.instrument(span.clone())).await;
+    if let Err(e) = &accepted {
+        telemetry::record_error(&span, &e.message);
+    }
+    accepted
+}
+
+async fn accept(
+    ctx: &NodeContext,
+    request: AskRequest,
+    normalized: String,
+    request_id: Uuid,
+    reply: Option<ReplyTo>,
+    root: TraceHeaders,
+    records_root_span: bool,
+) -> Result<Uuid, ErrorResponse> {
     if request.request_id.is_some()
         && let Ok(Some((existing, _))) = ctx.store.load(request_id).await
     {
         // A re-sent request: it is under way (or done) already. Publishing again is idempotent; analysing it
         // again would resolve a follow-up against itself and spend the rewriter's tokens twice.
-        return publish_state(ctx, &existing).await.map(|_| request_id);
+        return publish_state(ctx, &existing, &root).await.map(|_| request_id);
     }
     let conversation = request.conversation_id.clone();
     let previous = match &conversation {
@@ -276,7 +319,8 @@ pub async fn submit(
         now_ms,
         deadline_ms: now_ms + timeout,
         reply,
-        traceparent: Some(traceparent.unwrap_or_else(telemetry::new_traceparent)),
+        trace: root.clone(),
+        records_root_span,
     });
     // What the rewriter cost counts against the request's budget like any agent's call.
     state.counters.tokens_used = usage.total();
@@ -286,7 +330,7 @@ pub async fn submit(
         Err(StoreError::AlreadyExists) => {
             // A client re-sent the same request id: the request is already under way, publish what it needs.
             if let Some((existing, _)) = ctx.store.load(request_id).await.ok().flatten() {
-                publish_state(ctx, &existing).await?;
+                publish_state(ctx, &existing, &root).await?;
             }
             return Ok(request_id);
         }
@@ -316,7 +360,9 @@ pub async fn submit(
             tracing::warn!(conversation_id = %id, error = %e, "cannot record the conversation turn");
         }
     }
-    publish_state(ctx, &state).await?;
+    tracing::Span::current().record("sleuth.route", format!("{:?}", state.analysis.route).to_lowercase());
+    telemetry::metrics::request_started(&format!("{:?}", state.analysis.route).to_lowercase());
+    publish_state(ctx, &state, &root).await?;
     Ok(request_id)
 }
 

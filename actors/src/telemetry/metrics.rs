@@ -1,0 +1,146 @@
+//! Prometheus metrics through the `metrics` facade and `metrics-exporter-prometheus`. Every metric sleuth
+//! exports is named here, so `/metrics` and ARCHITECTURE.md can be checked against one list.
+//!
+//! Counters that tests and `nats micro stats` also read go through [`crate::runtime::Stats`], which increments
+//! the Prometheus counter in the same call, so the two can never disagree.
+
+use std::sync::OnceLock;
+
+use metrics::{counter, gauge, histogram};
+use metrics_exporter_prometheus::{Matcher, PrometheusBuilder, PrometheusHandle};
+use sleuth_messages::{LoopState, Outcome, Stage};
+
+pub const REQUESTS_STARTED: &str = "sleuth_requests_started_total";
+pub const REQUESTS_FINISHED: &str = "sleuth_requests_finished_total";
+pub const REQUEST_DURATION: &str = "sleuth_request_duration_seconds";
+pub const REQUEST_TURNS: &str = "sleuth_request_turns";
+pub const STAGE_DURATION: &str = "sleuth_stage_handle_seconds";
+pub const WORK_IN_FLIGHT: &str = "sleuth_work_in_flight";
+pub const LLM_TOKENS: &str = "sleuth_llm_tokens_total";
+pub const LLM_CALLS: &str = "sleuth_llm_calls_total";
+pub const LLM_ERRORS: &str = "sleuth_llm_errors_total";
+pub const LLM_FALLBACKS: &str = "sleuth_llm_fallbacks_total";
+pub const LLM_BREAKER_OPEN: &str = "sleuth_llm_breaker_open";
+pub const CACHE_HITS: &str = "sleuth_retrieval_cache_hits_total";
+pub const CACHE_MISSES: &str = "sleuth_retrieval_cache_misses_total";
+
+/// Seconds: from a millisecond search to a two-minute loop.
+const SECONDS_BUCKETS: &[f64] =
+    &[0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0];
+const TURN_BUCKETS: &[f64] = &[1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 8.0, 10.0];
+
+static HANDLE: OnceLock<PrometheusHandle> = OnceLock::new();
+
+/// Installs the Prometheus recorder (once per process) and returns the handle that renders `/metrics`.
+pub fn install() -> anyhow::Result<PrometheusHandle> {
+    if let Some(handle) = HANDLE.get() {
+        return Ok(handle.clone());
+    }
+    let recorder = PrometheusBuilder::new()
+        .set_buckets_for_metric(Matcher::Suffix("_seconds".into()), SECONDS_BUCKETS)?
+        .set_buckets_for_metric(Matcher::Full(REQUEST_TURNS.into()), TURN_BUCKETS)?
+        .build_recorder();
+    let handle = recorder.handle();
+    match metrics::set_global_recorder(recorder) {
+        Ok(()) => {
+            describe();
+            let _ = HANDLE.set(handle.clone());
+            Ok(handle)
+        }
+        // Another recorder won a race (tests start several nodes in one process): use the one installed.
+        Err(_) => HANDLE.get().cloned().ok_or_else(|| anyhow::anyhow!("a foreign metrics recorder is installed")),
+    }
+}
+
+fn describe() {
+    use metrics::{describe_counter, describe_gauge, describe_histogram};
+    describe_counter!(REQUESTS_STARTED, "requests accepted by intake, by route");
+    describe_counter!(
+        REQUESTS_FINISHED,
+        "requests ended, by route and termination reason (in flight = started - finished)"
+    );
+    describe_histogram!(REQUEST_DURATION, metrics::Unit::Seconds, "request latency, by route and termination reason");
+    describe_histogram!(REQUEST_TURNS, "loop turns per finished request, by route");
+    describe_histogram!(STAGE_DURATION, metrics::Unit::Seconds, "time to handle one delivery, by stage and outcome");
+    describe_gauge!(WORK_IN_FLIGHT, "deliveries being handled in this process, by stage");
+    describe_counter!(LLM_TOKENS, "LLM tokens the server reported, by model, agent and direction");
+    describe_counter!(LLM_CALLS, "LLM calls that returned a completion, by model and agent");
+    describe_counter!(LLM_ERRORS, "failed LLM attempts, by model, agent and error type");
+    describe_counter!(LLM_FALLBACKS, "agent steps decided by the deterministic twin, by agent");
+    describe_gauge!(LLM_BREAKER_OPEN, "1 while the LLM circuit breaker keeps calls out");
+    describe_counter!(CACHE_HITS, "retrieval cache hits in this process");
+    describe_counter!(CACHE_MISSES, "retrieval cache misses in this process");
+    for counter in crate::runtime::Counter::ALL {
+        describe_counter!(counter.metric(), counter.help());
+    }
+}
+
+/// Renders the text exposition, or `None` when no recorder was installed.
+pub fn render() -> Option<String> {
+    HANDLE.get().map(|h| h.render())
+}
+
+pub fn request_started(route: &str) {
+    counter!(REQUESTS_STARTED, "route" => route.to_string()).increment(1);
+}
+
+/// Records a request that just ended; called once, by whoever committed its end.
+pub fn request_finished(state: &LoopState) {
+    let route = format!("{:?}", state.analysis.route).to_lowercase();
+    let reason = match &state.outcome {
+        Some(Outcome::Answer(a)) => a.termination_reason.as_str().to_string(),
+        Some(Outcome::Error(e)) => format!("error_{}", format!("{:?}", e.kind).to_lowercase()),
+        None => "unknown".to_string(),
+    };
+    let seconds = state.finished_ms.unwrap_or(state.created_ms).saturating_sub(state.created_ms) as f64 / 1000.0;
+    counter!(REQUESTS_FINISHED, "route" => route.clone(), "reason" => reason.clone()).increment(1);
+    histogram!(REQUEST_DURATION, "route" => route.clone(), "reason" => reason).record(seconds);
+    histogram!(REQUEST_TURNS, "route" => route).record(state.turns.len() as f64);
+}
+
+pub fn stage_handled(stage: Stage, outcome: &'static str, seconds: f64) {
+    histogram!(STAGE_DURATION, "stage" => stage.as_str(), "outcome" => outcome).record(seconds);
+}
+
+/// Counts one delivery in flight for as long as the guard lives.
+pub struct InFlight(Stage);
+
+impl InFlight {
+    pub fn start(stage: Stage) -> InFlight {
+        gauge!(WORK_IN_FLIGHT, "stage" => stage.as_str()).increment(1.0);
+        InFlight(stage)
+    }
+}
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        gauge!(WORK_IN_FLIGHT, "stage" => self.0.as_str()).decrement(1.0);
+    }
+}
+
+pub fn llm_call(model: &str, agent: &'static str, input_tokens: u32, output_tokens: u32) {
+    counter!(LLM_CALLS, "model" => model.to_string(), "agent" => agent).increment(1);
+    counter!(LLM_TOKENS, "model" => model.to_string(), "agent" => agent, "direction" => "input")
+        .increment(u64::from(input_tokens));
+    counter!(LLM_TOKENS, "model" => model.to_string(), "agent" => agent, "direction" => "output")
+        .increment(u64::from(output_tokens));
+}
+
+pub fn llm_error(model: &str, agent: &'static str, error_type: &'static str) {
+    counter!(LLM_ERRORS, "model" => model.to_string(), "agent" => agent, "type" => error_type).increment(1);
+}
+
+pub fn llm_fallback(agent: &'static str) {
+    counter!(LLM_FALLBACKS, "agent" => agent).increment(1);
+}
+
+pub fn llm_breaker(open: bool) {
+    gauge!(LLM_BREAKER_OPEN).set(if open { 1.0 } else { 0.0 });
+}
+
+/// The retrieval cache keeps its own counters (they are also `nats micro stats sleuth-retrieve`); the
+/// exported counters are set from them when `/metrics` is scraped, so both show the same numbers.
+pub fn retrieval_cache(hits: u64, misses: u64) {
+    counter!(CACHE_HITS).absolute(hits);
+    counter!(CACHE_MISSES).absolute(misses);
+}

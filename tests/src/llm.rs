@@ -1,0 +1,59 @@
+//! A scripted OpenAI-compatible chat server for process-level tests: every `/v1/chat/completions` request gets
+//! the same content and the same usage figures, so a test can check exactly what the spans and counters say.
+
+use std::sync::{
+    Arc,
+    atomic::{AtomicUsize, Ordering},
+};
+
+use axum::{Json, Router, extract::State, routing::post};
+use serde_json::{Value, json};
+
+#[derive(Clone)]
+struct Script {
+    content: String,
+    prompt_tokens: u32,
+    completion_tokens: u32,
+    calls: Arc<AtomicUsize>,
+}
+
+async fn complete(State(script): State<Script>, Json(request): Json<Value>) -> Json<Value> {
+    script.calls.fetch_add(1, Ordering::SeqCst);
+    Json(json!({
+        "id": "scripted", "object": "chat.completion", "created": 0,
+        "model": request["model"].as_str().unwrap_or("scripted-model"),
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": script.content}, "finish_reason": "stop"}],
+        "usage": {
+            "prompt_tokens": script.prompt_tokens,
+            "completion_tokens": script.completion_tokens,
+            "total_tokens": script.prompt_tokens + script.completion_tokens
+        }
+    }))
+}
+
+/// A running scripted server. Dropping it leaves the task to end with the test's runtime.
+pub struct ScriptedLlm {
+    /// The base URL with `/v1`, for `SLEUTH__LLM__BASE_URL`.
+    pub base_url: String,
+    calls: Arc<AtomicUsize>,
+}
+
+impl ScriptedLlm {
+    /// Answers every chat completion with `content`, reporting these token counts.
+    pub async fn start(content: &str, prompt_tokens: u32, completion_tokens: u32) -> ScriptedLlm {
+        let calls = Arc::new(AtomicUsize::new(0));
+        let script = Script { content: content.to_string(), prompt_tokens, completion_tokens, calls: calls.clone() };
+        let app = Router::new().route("/v1/chat/completions", post(complete)).with_state(script);
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("cannot bind the scripted LLM");
+        let base_url = format!("http://{}/v1", listener.local_addr().expect("address"));
+        tokio::spawn(async move {
+            let _ = axum::serve(listener, app).await;
+        });
+        ScriptedLlm { base_url, calls }
+    }
+
+    /// Completions served so far.
+    pub fn calls(&self) -> usize {
+        self.calls.load(Ordering::SeqCst)
+    }
+}
