@@ -6,7 +6,8 @@ use std::time::Duration;
 use anyhow::Context;
 use futures::StreamExt;
 use sleuth_messages::{
-    AskReply, AskRequest, Encoding, Event, EventBody, EventKind, LoopState, Outcome, PlannerState, codec, subjects::Subjects,
+    AskReply, AskRequest, Encoding, Event, EventBody, EventKind, LoopState, Outcome, PlannerState, codec,
+    subjects::Subjects,
 };
 
 use crate::{
@@ -166,7 +167,7 @@ pub fn render_event(event: &Event) -> String {
         EventBody::Graded(r) => {
             format!("· turn {}    graded: sufficient={} ({})", event.turn, r.sufficient, r.rationale)
         }
-        EventBody::Final(_) => format!("· final"),
+        EventBody::Final(_) => "· final".to_string(),
     }
 }
 

@@ -50,8 +50,7 @@ fn corpus() -> Vec<Document> {
 }
 
 async fn node(dir: &std::path::Path) -> Node {
-    let mut config = Config::default();
-    config.data_dir = Some(dir.to_path_buf());
+    let mut config = Config { data_dir: Some(dir.to_path_buf()), ..Config::default() };
     config.retrieval.demo_corpus = false;
     config.embedder.kind = EmbedderKind::None;
     let node = Node::embedded(config).await.unwrap();

@@ -42,8 +42,7 @@ const ENOUGH: &str = r#"{"sufficient": true, "confidence": 0.9, "rationale": "th
 const DRAFT: &str = r#"{"answer": "Monkey D. Luffy is the protagonist of the anime One Piece [1]. He also stars in Naruto [99].", "confidence": 0.85}"#;
 
 fn config(dir: &std::path::Path, base_url: &str) -> Config {
-    let mut config = Config::default();
-    config.data_dir = Some(dir.to_path_buf());
+    let mut config = Config { data_dir: Some(dir.to_path_buf()), ..Config::default() };
     config.embedder.kind = EmbedderKind::None;
     config.graph.demo_graph = false;
     config.llm.base_url = Some(base_url.to_string());

@@ -38,7 +38,7 @@ async fn minilm_reproduces_the_sentence_transformers_quickstart() {
         assert!((got - expected).abs() < 5e-4, "cos({a},{b}) = {got:.4}, sentence-transformers says {expected:.4}");
     }
     // Batching and padding do not change a text's vector.
-    let alone = model.embed(&texts[2..].to_vec()).await.unwrap();
+    let alone = model.embed(&texts[2..]).await.unwrap();
     assert!(cosine(&alone[0], &v[2]) > 0.9999);
 }
 
@@ -62,8 +62,7 @@ fn fixture() -> Vec<Document> {
 }
 
 async fn retriever(data: &std::path::Path) -> Retriever {
-    let mut config = Config::default();
-    config.data_dir = Some(data.to_path_buf());
+    let mut config = Config { data_dir: Some(data.to_path_buf()), ..Config::default() };
     config.retrieval.demo_corpus = false;
     config.retrieval.filter_fields.insert("year".into(), FieldType::Integer);
     config.embedder.model_dir = Some(model_dir().await);

@@ -25,8 +25,7 @@ fn template() -> &'static Path {
         std::thread::spawn(move || {
             let runtime = tokio::runtime::Runtime::new().expect("tokio runtime");
             runtime.block_on(async {
-                let mut config = Config::default();
-                config.data_dir = Some(data_dir.clone());
+                let config = Config { data_dir: Some(data_dir.clone()), ..Config::default() };
                 let retriever = Retriever::open(&config).await.unwrap_or_else(|e| {
                     panic!(
                         "cannot index the demo data into {} (is the model pulled? `sleuth models pull`): {e:#}",

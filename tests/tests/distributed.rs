@@ -41,8 +41,10 @@ async fn every_stage_in_its_own_process_answers_like_embedded() {
     let resolved = stored_state(&config, second.request_id.expect("request id")).await.expect("state in kv");
     assert_eq!(resolved.analysis.rewritten, "Which anime is Ichigo in");
 
-    let mut embedded_config = sleuth_actors::config::Config::default();
-    embedded_config.data_dir = Some(dir.path().join("embedded"));
+    let embedded_config = sleuth_actors::config::Config {
+        data_dir: Some(dir.path().join("embedded")),
+        ..sleuth_actors::config::Config::default()
+    };
     sleuth_tests::seeded::seed_data_dir(&dir.path().join("embedded"));
     let node = Node::embedded(embedded_config).await.expect("embedded node");
     let local = node.ask(AskRequest::new(QUESTION), None).await.expect("embedded answer");

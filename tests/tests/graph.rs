@@ -2,6 +2,8 @@
 //! graphs (property test), caps are clamped whatever the intent asks, a statement that waits too long is
 //! cancelled (server-side `statement_timeout` and the client-side timeout), and `ingest graph` is all or nothing
 //! and idempotent. Needs `SLEUTH_TEST_DATABASE_URL` (set by `.ci/run`).
+// Proptest cases are tuples of query parameters, and `intent` takes them one by one.
+#![allow(clippy::too_many_arguments, clippy::type_complexity)]
 
 use std::time::Duration;
 

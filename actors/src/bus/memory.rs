@@ -30,6 +30,8 @@ struct Queued {
 }
 
 type Sender = mpsc::UnboundedSender<Queued>;
+/// Each recent request's events, and the requests in arrival order (the oldest is forgotten first).
+type History = (HashMap<Uuid, Vec<Event>>, VecDeque<Uuid>);
 type Timer = (Envelope, TraceHeaders);
 
 pub struct MemoryBus {
@@ -37,7 +39,7 @@ pub struct MemoryBus {
     seen: StdMutex<(HashSet<String>, VecDeque<String>)>,
     events: broadcast::Sender<Event>,
     /// The events of the latest requests, so a late subscriber still sees the whole request.
-    history: StdMutex<(HashMap<Uuid, Vec<Event>>, VecDeque<Uuid>)>,
+    history: StdMutex<History>,
     dead_tx: mpsc::UnboundedSender<DeadLetter>,
     dead_rx: StdMutex<Option<mpsc::UnboundedReceiver<DeadLetter>>>,
     deadline_tx: mpsc::UnboundedSender<Timer>,

@@ -25,17 +25,17 @@ pub fn counting(tokenizer: &Tokenizer) -> Option<Tokenizer> {
 }
 
 fn spans(text: &str, tokenizer: Option<&Tokenizer>) -> Vec<Span> {
-    if let Some(tok) = tokenizer {
-        if let Ok(enc) = tok.encode(text, false) {
-            let words = enc.get_word_ids();
-            return enc
-                .get_offsets()
-                .iter()
-                .zip(words)
-                .enumerate()
-                .map(|(i, (&(start, end), w))| Span { start, end, word: w.unwrap_or(i as u32) })
-                .collect();
-        }
+    if let Some(tok) = tokenizer
+        && let Ok(enc) = tok.encode(text, false)
+    {
+        let words = enc.get_word_ids();
+        return enc
+            .get_offsets()
+            .iter()
+            .zip(words)
+            .enumerate()
+            .map(|(i, (&(start, end), w))| Span { start, end, word: w.unwrap_or(i as u32) })
+            .collect();
     }
     WORDS.find_iter(text).enumerate().map(|(i, m)| Span { start: m.start(), end: m.end(), word: i as u32 }).collect()
 }

@@ -59,8 +59,7 @@ struct Harness {
 
 async fn harness(grader: Arc<dyn StageLogic>, max_deliver: i64) -> Harness {
     let dir = tempfile::tempdir().unwrap();
-    let mut config = Config::default();
-    config.data_dir = Some(dir.path().to_path_buf());
+    let mut config = Config { data_dir: Some(dir.path().to_path_buf()), ..Config::default() };
     config.retrieval.demo_corpus = false;
     // The runtime's behaviour does not depend on the dense lane: BM25 only keeps these tests model-free.
     config.embedder.kind = crate::config::EmbedderKind::None;

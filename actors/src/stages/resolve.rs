@@ -241,13 +241,11 @@ pub fn entity_step(state: &LoopState) -> Option<NextStep> {
         let traversed: Vec<&GraphIntent> = graph_intents(state).collect();
         let started = |e: &EntityRef| traversed.iter().any(|g| &g.start == e);
         match (resolved.as_slice(), question.wanted) {
-            ([a, b, ..], None) => {
-                if !started(a) {
-                    reasons
-                        .push("relate the two entities: shortest chain of relations between them (seed 000 §9)".into());
-                    actions.push(traversal(GraphQueryType::Path, a, Some(b), None, reasons[0].clone()));
-                }
+            ([a, b, ..], None) if !started(a) => {
+                reasons.push("relate the two entities: shortest chain of relations between them (seed 000 §9)".into());
+                actions.push(traversal(GraphQueryType::Path, a, Some(b), None, reasons[0].clone()));
             }
+            ([_, _, ..], None) => {}
             (refs, wanted) if !refs.is_empty() => {
                 for start in refs.iter().filter(|e| !started(e)).take(MAX_PARALLEL_ACTIONS) {
                     let what = wanted.map_or("related entities".to_string(), |t| format!("{} entities", t.as_str()));
