@@ -1,5 +1,5 @@
-//! Loop-state reads and compare-and-swaps as the runtime does them: each under a span that records the
-//! revision and whether the swap conflicted, so a trace shows every contended write.
+//! Loop-state reads and compare-and-swaps as the runtime does them: each swap under a span that records the
+//! revision and whether it conflicted, so a trace shows every contended write.
 
 use sleuth_messages::LoopState;
 use tracing::{Instrument, field::Empty};
@@ -8,28 +8,10 @@ use uuid::Uuid;
 use super::NodeContext;
 use crate::{scoped_span, store::StoreError};
 
-/// The state and its revision, or `None` when the request is unknown or expired.
+/// The state and its revision, or `None` when the request is unknown or expired. Not a span of its own (every
+/// hop starts with one; the hop's span and the `kv.cas` after it say what it read).
 pub async fn load(ctx: &NodeContext, request_id: Uuid) -> Result<Option<(LoopState, u64)>, StoreError> {
-    let span = scoped_span!(
-        "kv.get",
-        otel.kind = "client",
-        db.system.name = store_system(ctx),
-        db.operation.name = "get",
-        sleuth.kv.revision = Empty,
-        sleuth.kv.found = Empty,
-    );
-    let loaded = ctx.store.load(request_id).instrument(span.clone()).await;
-    match &loaded {
-        Ok(Some((_, revision))) => {
-            span.record("sleuth.kv.revision", revision);
-            span.record("sleuth.kv.found", true);
-        }
-        Ok(None) => {
-            span.record("sleuth.kv.found", false);
-        }
-        Err(e) => crate::telemetry::record_error(&span, e),
-    }
-    loaded
+    ctx.store.load(request_id).await
 }
 
 /// Replaces the state if its revision is still `revision`. `Ok(None)` is a conflict: another writer won.

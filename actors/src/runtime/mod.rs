@@ -16,7 +16,6 @@ pub mod worker;
 use std::sync::Arc;
 
 use sleuth_messages::{LoopState, Stage, subjects::Subjects};
-use tracing::Instrument;
 
 pub use cancel::Cancellations;
 pub use stats::{Counter, Stats};
@@ -26,7 +25,6 @@ use crate::{
     config::Config,
     llm::LlmAgent,
     machine::{self, Outbound},
-    scoped_span,
     store::{Conversations, IndexGeneration, StateStore, bucket::MemoryBucket},
     telemetry::{TraceHeaders, context},
 };
@@ -105,43 +103,26 @@ impl NodeContext {
     }
 }
 
-/// Publishes everything the state calls for ([`machine::next_messages`]), each message under a `send` span
-/// whose context travels in the message's headers. `inherited` is the trace context this hop started from: it
-/// passes through unchanged when spans are not exported. The reply to the requester's inbox is only sent when
-/// `replies` is set (by whoever committed the end, or its redelivery): unlike work and events, a core NATS
-/// reply is not de-duplicated.
+/// Publishes everything the state calls for ([`machine::next_messages`]). Every message carries the trace
+/// context of the current span, the hop that published it, so the next hop's span is that hop's child; when
+/// spans are not exported, `inherited` (the context this hop started from) passes through unchanged. The reply
+/// to the requester's inbox is only sent when `replies` is set (by whoever committed the end, or its
+/// redelivery): unlike work and events, a core NATS reply is not de-duplicated.
 pub async fn publish_all(
     ctx: &NodeContext,
     state: &LoopState,
     inherited: &TraceHeaders,
     replies: bool,
 ) -> Result<(), BusError> {
-    let system = ctx.messaging_system();
+    let trace = context::of_span(&tracing::Span::current(), inherited);
     for out in machine::next_messages(state) {
         match out {
-            Outbound::Work(item) => {
-                let subject = ctx.subjects.work(item.stage, item.envelope.request_id);
-                let span = send_span(system, &subject, &item.msg_id(), item.stage.as_str());
-                let trace = context::of_span(&span, inherited);
-                ctx.bus.publish_work(&item, &trace).instrument(span).await?
-            }
-            Outbound::Event(event) => {
-                let subject = ctx.subjects.events(event.request_id);
-                let span = send_span(system, &subject, &event.msg_id(), "events");
-                let trace = context::of_span(&span, inherited);
-                ctx.bus.publish_event(&event, &trace).instrument(span).await?
-            }
-            Outbound::Deadline(envelope) => {
-                let subject = ctx.subjects.deadline(envelope.request_id);
-                let span = send_span(system, &subject, &format!("{}:deadline", envelope.request_id), "watchdog");
-                let trace = context::of_span(&span, inherited);
-                ctx.bus.publish_deadline(&envelope, &trace).instrument(span).await?
-            }
+            Outbound::Work(item) => ctx.bus.publish_work(&item, &trace).await?,
+            Outbound::Event(event) => ctx.bus.publish_event(&event, &trace).await?,
+            Outbound::Deadline(envelope) => ctx.bus.publish_deadline(&envelope, &trace).await?,
             Outbound::Reply(to, reply) if replies => {
-                let span = send_span(system, &to.subject, "", "reply");
-                let trace = context::of_span(&span, inherited);
                 // A lost reply is not fatal: the final event holds the same answer.
-                if let Err(e) = ctx.bus.reply(&to, &reply, &trace).instrument(span).await {
+                if let Err(e) = ctx.bus.reply(&to, &reply, &trace).await {
                     tracing::warn!(request_id = %state.request_id, error = %e, "cannot send reply");
                 }
             }
@@ -149,20 +130,6 @@ pub async fn publish_all(
         }
     }
     Ok(())
-}
-
-/// A producer span after OTel's messaging conventions; `what` names the destination without the request id.
-fn send_span(system: &'static str, subject: &str, msg_id: &str, what: &'static str) -> tracing::Span {
-    scoped_span!(
-        "send",
-        otel.name = %format_args!("send {what}"),
-        otel.kind = "producer",
-        messaging.system = system,
-        messaging.operation.type = "send",
-        messaging.operation.name = "publish",
-        messaging.destination.name = %subject,
-        messaging.message.id = (!msg_id.is_empty()).then_some(msg_id),
-    )
 }
 
 /// What happens once a request's end is committed, exactly once, by the process that committed it.

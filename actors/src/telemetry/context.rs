@@ -2,6 +2,8 @@
 //! processes (NATS headers, the in-process bus, the loop state), and the OpenTelemetry propagator reads and
 //! writes them. The Injector/Extractor over `async_nats::HeaderMap` is the only hand-written part.
 
+use std::sync::LazyLock;
+
 use async_nats::HeaderMap;
 use opentelemetry::{
     Context,
@@ -83,8 +85,14 @@ impl Injector for TraceHeaders {
     }
 }
 
-fn propagator() -> TextMapCompositePropagator {
-    TextMapCompositePropagator::new(vec![Box::new(TraceContextPropagator::new()), Box::new(BaggagePropagator::new())])
+fn propagator() -> &'static TextMapCompositePropagator {
+    static PROPAGATOR: LazyLock<TextMapCompositePropagator> = LazyLock::new(|| {
+        TextMapCompositePropagator::new(vec![
+            Box::new(TraceContextPropagator::new()),
+            Box::new(BaggagePropagator::new()),
+        ])
+    });
+    &PROPAGATOR
 }
 
 /// The remote context the headers describe (empty when they carry none).

@@ -12,7 +12,7 @@ pub mod scope;
 
 use std::io::IsTerminal;
 
-use tracing_subscriber::{EnvFilter, Layer, filter::Targets, fmt, layer::SubscriberExt, util::SubscriberInitExt};
+use tracing_subscriber::{EnvFilter, Layer, filter::filter_fn, fmt, layer::SubscriberExt, util::SubscriberInitExt};
 
 pub use context::TraceHeaders;
 pub use otel::{enabled as exporting, new_root, record_root};
@@ -41,17 +41,23 @@ pub fn init(default_level: &str, service_name: &str, config: &TelemetryConfig) -
         return Ok(Telemetry { otel: None });
     };
     let (otel, tracer) = otel::start(config, endpoint, service_name)?;
-    // sleuth's own spans only: the HTTP, gRPC and database clients underneath open spans of their own that
-    // would bury the loop's.
-    let spans =
-        Targets::new().with_target("sleuth_actors", tracing::Level::INFO).with_target("sleuth", tracing::Level::INFO);
+    // sleuth's own spans only (the HTTP, gRPC and database clients underneath open spans of their own that would
+    // bury the loop's), and of its log lines only warnings and errors, as span events: every info line as an
+    // event would cost more than the span it sits in.
+    let exported = filter_fn(|meta| {
+        meta.target().starts_with("sleuth") && (meta.is_span() || *meta.level() <= tracing::Level::WARN)
+    });
     let export = tracing_opentelemetry::layer()
         .with_tracer(tracer)
+        .with_location(false)
+        // Nothing reads OpenTelemetry's own current context (`span.context()` is what sleuth injects), and
+        // activating it on every poll of every instrumented future is the costliest part of a span.
+        .with_context_activation(false)
         .with_tracked_inactivity(false)
         .with_threads(false)
         .with_level(false)
         .with_target(false)
-        .with_filter(spans);
+        .with_filter(exported);
     let _ = tracing_subscriber::registry().with(logs).with(export).try_init();
     tracing::info!(
         endpoint = %otel.endpoint,
