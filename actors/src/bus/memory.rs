@@ -13,7 +13,7 @@ use sleuth_messages::{AskReply, Envelope, Event, ReplyTo, Stage, WorkItem};
 use tokio::sync::{Mutex, broadcast, mpsc};
 use uuid::Uuid;
 
-use super::{Bus, BusError, DeadLetter, DeadlineDelivery, DeadlineQueue, Delivery, WorkQueue};
+use super::{Bus, BusError, DeadLetter, DeadlineQueue, Delivery, WorkQueue, memory_timers::MemoryDeadlines};
 use crate::telemetry::TraceHeaders;
 
 /// How many message ids the de-duplication window remembers.
@@ -32,7 +32,6 @@ struct Queued {
 type Sender = mpsc::UnboundedSender<Queued>;
 /// Each recent request's events, and the requests in arrival order (the oldest is forgotten first).
 type History = (HashMap<Uuid, Vec<Event>>, VecDeque<Uuid>);
-type Timer = (Envelope, TraceHeaders);
 
 pub struct MemoryBus {
     queues: StdMutex<HashMap<Stage, (Sender, Arc<MemoryQueue>)>>,
@@ -42,7 +41,6 @@ pub struct MemoryBus {
     history: StdMutex<History>,
     dead_tx: mpsc::UnboundedSender<DeadLetter>,
     dead_rx: StdMutex<Option<mpsc::UnboundedReceiver<DeadLetter>>>,
-    deadline_tx: mpsc::UnboundedSender<Timer>,
     deadlines: Arc<MemoryDeadlines>,
     cancels: broadcast::Sender<Uuid>,
     max_deliver: u32,
@@ -51,10 +49,8 @@ pub struct MemoryBus {
 impl MemoryBus {
     pub fn new(max_deliver: u32) -> Arc<MemoryBus> {
         let (dead_tx, dead_rx) = mpsc::unbounded_channel();
-        let (deadline_tx, deadline_rx) = mpsc::unbounded_channel();
         Arc::new(MemoryBus {
-            deadline_tx: deadline_tx.clone(),
-            deadlines: Arc::new(MemoryDeadlines { rx: Mutex::new(deadline_rx), tx: deadline_tx }),
+            deadlines: Arc::new(MemoryDeadlines::default()),
             cancels: broadcast::channel(1024).0,
             queues: StdMutex::new(HashMap::new()),
             seen: StdMutex::new((HashSet::new(), VecDeque::new())),
@@ -170,9 +166,7 @@ impl Bus for MemoryBus {
 
     async fn publish_deadline(&self, envelope: &Envelope, trace: &TraceHeaders) -> Result<(), BusError> {
         if self.first_sighting(format!("{}:deadline", envelope.request_id)) {
-            self.deadline_tx
-                .send((envelope.clone(), trace.clone()))
-                .map_err(|_| BusError::Unavailable("memory bus closed".into()))?;
+            self.deadlines.push(envelope.clone(), trace.clone(), Duration::ZERO);
         }
         Ok(())
     }
@@ -307,58 +301,5 @@ fn send_after<T: Send + 'static>(tx: mpsc::UnboundedSender<T>, message: T, delay
         });
     } else {
         let _ = tx.send(message);
-    }
-}
-
-/// The embedded mode's deadline timers: a channel, and a sleeping task per nak.
-pub struct MemoryDeadlines {
-    rx: Mutex<mpsc::UnboundedReceiver<Timer>>,
-    tx: mpsc::UnboundedSender<Timer>,
-}
-
-#[async_trait]
-impl DeadlineQueue for MemoryDeadlines {
-    async fn next(&self) -> Result<Option<Box<dyn DeadlineDelivery>>, BusError> {
-        let timer = self.rx.lock().await.recv().await;
-        Ok(timer.map(|timer| {
-            Box::new(MemoryTimer { timer: Some(timer), tx: self.tx.clone() }) as Box<dyn DeadlineDelivery>
-        }))
-    }
-}
-
-struct MemoryTimer {
-    /// `None` once acked or naked.
-    timer: Option<Timer>,
-    tx: mpsc::UnboundedSender<Timer>,
-}
-
-impl Drop for MemoryTimer {
-    fn drop(&mut self) {
-        if let Some(timer) = self.timer.take() {
-            let _ = self.tx.send(timer);
-        }
-    }
-}
-
-#[async_trait]
-impl DeadlineDelivery for MemoryTimer {
-    fn envelope(&self) -> &Envelope {
-        &self.timer.as_ref().expect("timer used after ack").0
-    }
-
-    fn trace(&self) -> &TraceHeaders {
-        &self.timer.as_ref().expect("timer used after ack").1
-    }
-
-    async fn ack(mut self: Box<Self>) -> Result<(), BusError> {
-        self.timer = None;
-        Ok(())
-    }
-
-    async fn nak(mut self: Box<Self>, delay: Duration) -> Result<(), BusError> {
-        if let Some(timer) = self.timer.take() {
-            send_after(self.tx.clone(), timer, delay);
-        }
-        Ok(())
     }
 }

@@ -2,6 +2,7 @@
 //! ([`nats::NatsBus`]) and in-process channels ([`memory::MemoryBus`]); the stage code cannot tell them apart.
 
 pub mod memory;
+pub mod memory_timers;
 pub mod nats;
 
 use std::{sync::Arc, time::Duration};

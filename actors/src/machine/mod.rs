@@ -110,6 +110,27 @@ pub fn expects(state: &LoopState, item: &WorkItem) -> bool {
     }
 }
 
+/// Could `item`'s own commit have left the request in `state`? Then what `state` calls for is this stage's to
+/// (re-)publish: a delivery that finds its work already applied re-publishes only in that case, to cover a
+/// crash between its first commit and its publishing. Later phases were published by whoever reached them,
+/// and a stage may only publish the subjects its own commits lead to (each stage's NATS user is allowed those).
+pub fn published_by(state: &LoopState, item: &WorkItem) -> bool {
+    let turn = item.envelope.turn;
+    let ended_by_deadline = state.stop_reason == Some(TerminationReason::Deadline);
+    match (item.stage, &state.phase) {
+        // Any stage may find the deadline passed and send the request to synthesis.
+        (_, Phase::Synthesizing) if ended_by_deadline => true,
+        (Stage::Planner, Phase::Acting { .. } | Phase::Synthesizing) => state.turn == turn,
+        (Stage::Retrieve | Stage::Graph, Phase::Acting { .. } | Phase::Grading | Phase::Synthesizing) => {
+            state.turn == turn
+        }
+        (Stage::Grader, Phase::Planning) => state.turn == turn + 1,
+        (Stage::Grader, Phase::Synthesizing) => state.turn == turn,
+        (Stage::Synthesizer, Phase::Done) => true,
+        _ => false,
+    }
+}
+
 /// The stage the request is waiting for, or `None` once it is done.
 pub fn waiting_on(state: &LoopState) -> Option<Stage> {
     match &state.phase {

@@ -238,3 +238,38 @@ fn an_empty_document_search_shifts_0_3_of_the_weight_to_the_graph() {
     let s = turn(&s, &["nothing"], vec![hits(&[])], false, 3_000);
     assert_eq!(weights(&s), before.shifted_to_graph());
 }
+
+#[test]
+fn a_duplicate_re_publishes_only_what_its_own_commit_led_to() {
+    let item = |stage: Stage, turn: u32| WorkItem {
+        envelope: Envelope {
+            schema_version: SCHEMA_VERSION,
+            request_id: Uuid::nil(),
+            turn,
+            step: 0,
+            deadline_ms: 0,
+            attempt: 1,
+        },
+        stage,
+    };
+    let planning = state();
+    let acting =
+        apply_plan(&planning, NextStep { rationale: String::new(), actions: vec![search("luffy")] }, None).unwrap();
+    let grading = apply_outcome(&acting, 0, hits(&["a"]), 1).unwrap();
+    let next_turn = apply_report(&grading, report(false), 2_000).unwrap();
+    let cases = [
+        (&acting, Stage::Planner, 1, true),
+        (&acting, Stage::Grader, 1, false),
+        (&grading, Stage::Retrieve, 1, true),
+        (&grading, Stage::Planner, 1, false),
+        (&next_turn, Stage::Grader, 1, true),
+        (&next_turn, Stage::Retrieve, 1, false),
+        (&next_turn, Stage::Planner, 1, false),
+        (&planning, Stage::Planner, 1, false),
+    ];
+    for (state, stage, turn, expected) in cases {
+        assert_eq!(published_by(state, &item(stage, turn)), expected, "{stage} turn {turn} in {:?}", state.phase);
+    }
+    let late = apply_deadline(&grading, 99_999_999).unwrap();
+    assert!(published_by(&late, &item(Stage::Retrieve, 7)), "whoever applied the deadline sends it to synthesis");
+}

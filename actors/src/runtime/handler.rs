@@ -87,6 +87,8 @@ pub async fn process(
     drop(cancellation);
     let outcome = match result {
         Ok((handled, state)) => {
+            // A delivery whose work was already applied re-publishes only what its own commit led to.
+            let state = state.filter(|s| handled == Handled::Applied || machine::published_by(s, &item));
             if let Some(state) = &state {
                 // Only the delivery that ended the request replies, or a redelivery of the synthesizer's work
                 // (its first delivery may have died between the commit and the reply).

@@ -116,7 +116,9 @@ impl Stats {
 
     pub fn incr(&self, stage: Stage, counter: Counter) {
         self.counter(stage, counter).fetch_add(1, Ordering::Relaxed);
-        metrics::counter!(counter.metric(), "stage" => stage.as_str()).increment(1);
+        if crate::telemetry::metrics::recording() {
+            metrics::counter!(counter.metric(), "stage" => stage.as_str()).increment(1);
+        }
     }
 
     pub fn get(&self, stage: Stage, counter: Counter) -> u64 {

@@ -111,13 +111,16 @@ pub fn inject(cx: &Context) -> TraceHeaders {
 /// its own, and the headers it was started from (`inherited`) pass through unchanged, so a trace that started
 /// upstream survives a hop through a process that does not export.
 pub fn of_span(span: &tracing::Span, inherited: &TraceHeaders) -> TraceHeaders {
+    if !super::exporting() {
+        return inherited.clone();
+    }
     let cx = span.context();
     if cx.span().span_context().is_valid() { inject(&cx) } else { inherited.clone() }
 }
 
 /// Makes `span` a child of the remote context in `headers`, if they carry one.
 pub fn set_parent(span: &tracing::Span, headers: &TraceHeaders) {
-    if !headers.is_empty() {
+    if super::exporting() && !headers.is_empty() {
         let _ = span.set_parent(extract(headers));
     }
 }

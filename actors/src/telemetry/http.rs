@@ -116,6 +116,27 @@ pub async fn serve(addr: &str, health: Arc<Health>) -> anyhow::Result<(SocketAdd
     Ok((bound, task))
 }
 
+/// `sleuth healthcheck`: asks the serving process on `addr` (this container's `telemetry.http_addr`) whether it
+/// is ready, for container runtimes whose image has no curl. A wildcard address is asked on loopback.
+pub async fn probe(addr: &str) -> anyhow::Result<String> {
+    let mut target: SocketAddr =
+        addr.parse().with_context(|| format!("telemetry.http_addr {addr:?} is not an address like 0.0.0.0:9464"))?;
+    if target.ip().is_unspecified() {
+        target.set_ip(std::net::Ipv4Addr::LOCALHOST.into());
+    }
+    let url = format!("http://{target}/readyz");
+    let response = reqwest::Client::new()
+        .get(&url)
+        .timeout(std::time::Duration::from_secs(3))
+        .send()
+        .await
+        .with_context(|| format!("nothing answers on {url}: is `sleuth serve` running with this config?"))?;
+    let status = response.status();
+    let body = response.text().await.unwrap_or_default();
+    anyhow::ensure!(status.is_success(), "{url}: {status}: {}", body.trim());
+    Ok(body.trim().to_string())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

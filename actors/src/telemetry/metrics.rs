@@ -31,6 +31,12 @@ const TURN_BUCKETS: &[f64] = &[1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 8.0, 10.0];
 
 static HANDLE: OnceLock<PrometheusHandle> = OnceLock::new();
 
+/// True once a recorder is installed. Without one (the CLI, the embedded default) nothing is recorded, and the
+/// functions below return before building a single label.
+pub fn recording() -> bool {
+    HANDLE.get().is_some()
+}
+
 /// Installs the Prometheus recorder (once per process) and returns the handle that renders `/metrics`.
 pub fn install() -> anyhow::Result<PrometheusHandle> {
     if let Some(handle) = HANDLE.get() {
@@ -81,11 +87,17 @@ pub fn render() -> Option<String> {
 }
 
 pub fn request_started(route: &str) {
+    if !recording() {
+        return;
+    }
     counter!(REQUESTS_STARTED, "route" => route.to_string()).increment(1);
 }
 
 /// Records a request that just ended; called once, by whoever committed its end.
 pub fn request_finished(state: &LoopState) {
+    if !recording() {
+        return;
+    }
     let route = format!("{:?}", state.analysis.route).to_lowercase();
     let reason = match &state.outcome {
         Some(Outcome::Answer(a)) => a.termination_reason.as_str().to_string(),
@@ -99,6 +111,9 @@ pub fn request_finished(state: &LoopState) {
 }
 
 pub fn stage_handled(stage: Stage, outcome: &'static str, seconds: f64) {
+    if !recording() {
+        return;
+    }
     histogram!(STAGE_DURATION, "stage" => stage.as_str(), "outcome" => outcome).record(seconds);
 }
 
@@ -106,9 +121,12 @@ pub fn stage_handled(stage: Stage, outcome: &'static str, seconds: f64) {
 pub struct InFlight(Stage);
 
 impl InFlight {
-    pub fn start(stage: Stage) -> InFlight {
+    pub fn start(stage: Stage) -> Option<InFlight> {
+        if !recording() {
+            return None;
+        }
         gauge!(WORK_IN_FLIGHT, "stage" => stage.as_str()).increment(1.0);
-        InFlight(stage)
+        Some(InFlight(stage))
     }
 }
 
@@ -119,6 +137,9 @@ impl Drop for InFlight {
 }
 
 pub fn llm_call(model: &str, agent: &'static str, input_tokens: u32, output_tokens: u32) {
+    if !recording() {
+        return;
+    }
     counter!(LLM_CALLS, "model" => model.to_string(), "agent" => agent).increment(1);
     counter!(LLM_TOKENS, "model" => model.to_string(), "agent" => agent, "direction" => "input")
         .increment(u64::from(input_tokens));
@@ -127,20 +148,32 @@ pub fn llm_call(model: &str, agent: &'static str, input_tokens: u32, output_toke
 }
 
 pub fn llm_error(model: &str, agent: &'static str, error_type: &'static str) {
+    if !recording() {
+        return;
+    }
     counter!(LLM_ERRORS, "model" => model.to_string(), "agent" => agent, "type" => error_type).increment(1);
 }
 
 pub fn llm_fallback(agent: &'static str) {
+    if !recording() {
+        return;
+    }
     counter!(LLM_FALLBACKS, "agent" => agent).increment(1);
 }
 
 pub fn llm_breaker(open: bool) {
+    if !recording() {
+        return;
+    }
     gauge!(LLM_BREAKER_OPEN).set(if open { 1.0 } else { 0.0 });
 }
 
 /// The retrieval cache keeps its own counters (they are also `nats micro stats sleuth-retrieve`); the
 /// exported counters are set from them when `/metrics` is scraped, so both show the same numbers.
 pub fn retrieval_cache(hits: u64, misses: u64) {
+    if !recording() {
+        return;
+    }
     counter!(CACHE_HITS).absolute(hits);
     counter!(CACHE_MISSES).absolute(misses);
 }

@@ -191,11 +191,16 @@ fn understand(
 }
 
 /// Publishes what a request's state calls for; for an existing request the bus de-duplicates what was already sent.
+/// Only a request still waiting for its first plan is intake's to publish: later phases were published by the
+/// stages that reached them.
 async fn publish_state(
     ctx: &NodeContext,
     state: &sleuth_messages::LoopState,
     trace: &TraceHeaders,
 ) -> Result<(), ErrorResponse> {
+    if !(state.phase == sleuth_messages::Phase::Planning && state.turn == 1) {
+        return Ok(());
+    }
     publish_all(ctx, state, trace, false).await.map_err(|e| {
         ErrorResponse::new(ErrorKind::Unavailable, format!("cannot publish work: {e}")).for_request(state.request_id)
     })
