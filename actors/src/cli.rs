@@ -51,6 +51,10 @@ pub enum Command {
         #[arg(long)]
         conversation: Option<String>,
     },
+    /// Create the NATS streams, consumers and KV buckets a deployment needs (idempotent; as the admin user)
+    Setup,
+    /// Exit 0 when the `sleuth serve` on `telemetry.http_addr` is ready (a container health check)
+    Healthcheck,
     /// Run stages attached to NATS (the container entry point)
     Serve {
         /// Comma-separated stages (intake, planner, retrieve, graph, grader, synthesizer) or `all`
@@ -129,6 +133,9 @@ pub enum IngestCommand {
     },
     /// Entities and edges: JSONL {id,type,name,aliases,popularity,attributes} and {src,dst,relation,weight,attributes}
     Graph { entities: PathBuf, edges: PathBuf },
+    /// The bundled demo graph and demo corpus, into the configured graph and index (e.g. Postgres and a Qdrant
+    /// server, which are never seeded on their own)
+    Demo,
     /// Remove documents, by id, with all their chunks
     Delete {
         #[arg(required = true)]
@@ -242,6 +249,14 @@ async fn command(command: Command, config: Config) -> anyhow::Result<ExitCode> {
             }
             Ok(if matches!(reply.outcome, Outcome::Answer(_)) { ExitCode::SUCCESS } else { ExitCode::FAILURE })
         }
+        Command::Setup => {
+            println!("{}", client::setup(&config).await?);
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Healthcheck => {
+            println!("{}", telemetry::http::probe(&config.telemetry.http_addr).await?);
+            Ok(ExitCode::SUCCESS)
+        }
         Command::Serve { stages } => {
             let stages = parse_stages(&stages)?;
             let health = std::sync::Arc::new(telemetry::http::Health::default());
@@ -286,6 +301,22 @@ async fn command(command: Command, config: Config) -> anyhow::Result<ExitCode> {
             )
             .await?;
             println!("{summary}; graph in {}, names in the entity collection", store.backend());
+            announce(&config).await;
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Ingest { what: IngestCommand::Demo } => {
+            let mut config = config;
+            config.retrieval.demo_corpus = false;
+            let retriever = Retriever::open(&config).await?;
+            eprintln!("index: {}", retriever.describe());
+            let store = match &retriever.graph {
+                Some(graph) => graph.clone(),
+                None => graph::open(&config).await?,
+            };
+            let graph = ingest::graph::ingest_demo(store.as_ref(), &retriever, &config.graph.relations).await?;
+            println!("{graph}; graph in {}", store.backend());
+            let docs = ingest::parse_jsonl("demo corpus", ingest::DEMO_CORPUS)?;
+            println!("{}", ingest::ingest(&retriever, docs, true).await?);
             announce(&config).await;
             Ok(ExitCode::SUCCESS)
         }

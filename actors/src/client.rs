@@ -20,8 +20,13 @@ use crate::{
 pub async fn remote_state(url: &str, config: &Config, request_id: uuid::Uuid) -> anyhow::Result<Option<LoopState>> {
     let client = crate::bus::nats::connect(url, "sleuth ask").await?;
     let js = async_nats::jetstream::new(client);
-    let store =
-        KvStore::open(&js, &config.subjects().loops_bucket(), Duration::from_secs(config.nats.loop_ttl_s)).await?;
+    let store = KvStore::open(
+        &js,
+        &config.subjects().loops_bucket(),
+        Duration::from_secs(config.nats.loop_ttl_s),
+        config.nats.replicas,
+    )
+    .await?;
     Ok(store.load(request_id).await?.map(|(state, _)| state))
 }
 
@@ -32,7 +37,35 @@ pub async fn announce_ingestion(config: &Config) -> anyhow::Result<Option<u64>> 
     let Some(url) = &config.nats.url else { return Ok(None) };
     let client = crate::bus::nats::connect(url, "sleuth ingest").await?;
     let js = async_nats::jetstream::new(client);
-    Ok(Some(IndexGeneration::on_nats(&js, &config.subjects()).await?.bump().await?))
+    Ok(Some(IndexGeneration::on_nats(&js, &config.subjects(), config.nats.replicas).await?.bump().await?))
+}
+
+/// Creates (or finds) everything a deployment needs on NATS: the work and events streams, every stage's durable
+/// consumer and the watchdog's, and the KV buckets. Idempotent. Run it as a user allowed to create them (the
+/// admin user of `deploy/nats/accounts.conf`); stage users may then only use them.
+pub async fn setup(config: &Config) -> anyhow::Result<String> {
+    let url = config.nats.url.clone().context("setup needs a NATS URL (SLEUTH__NATS__URL or NATS_URL)")?;
+    let client = crate::bus::nats::connect(&url, "sleuth setup").await?;
+    let bus = crate::bus::nats::NatsBus::start(client, std::sync::Arc::new(config.clone())).await?;
+    let consumers = bus.provision_consumers().await?;
+    let subjects = config.subjects();
+    let (js, replicas) = (bus.jetstream(), config.nats.replicas);
+    let loops = Duration::from_secs(config.nats.loop_ttl_s);
+    KvStore::open(js, &subjects.loops_bucket(), loops, replicas).await?;
+    let conversations = Duration::from_secs(config.intake.conversation_ttl_s);
+    let description = "sleuth conversations, one key per conversation_id";
+    crate::store::bucket::KvBucket::open(js, &subjects.conversations_bucket(), conversations, replicas, description)
+        .await?;
+    IndexGeneration::on_nats(js, &subjects, replicas).await?;
+    Ok(format!(
+        "streams {} and {}, consumers {}, buckets {}, {} and {}: ready ({replicas} replica(s) each)",
+        subjects.work_stream(),
+        subjects.events_stream(),
+        consumers.join(", "),
+        subjects.loops_bucket(),
+        subjects.conversations_bucket(),
+        subjects.meta_bucket(),
+    ))
 }
 
 /// The plan in a line: strategy, rounds, acceptance criteria and who wrote it.

@@ -150,7 +150,7 @@ impl Node {
         let bus = NatsBus::start(client.clone(), config.clone()).await?;
         let subjects = config.subjects();
         let ttl = Duration::from_secs(config.nats.loop_ttl_s);
-        let store = KvStore::open(bus.jetstream(), &subjects.loops_bucket(), ttl).await?;
+        let store = KvStore::open(bus.jetstream(), &subjects.loops_bucket(), ttl, config.nats.replicas).await?;
         health.set_waiting("opening the backends");
         let retriever =
             if stages.contains(&Stage::Retrieve) { Some(Arc::new(Retriever::open(&config).await?)) } else { None };
@@ -165,6 +165,7 @@ impl Node {
             js,
             &subjects.conversations_bucket(),
             ttl,
+            config.nats.replicas,
             "sleuth conversations, one key per conversation_id",
         )
         .await?;
@@ -173,7 +174,7 @@ impl Node {
         let llm = if agents { llm_agent(&config)? } else { None };
         let ctx = Arc::new(NodeContext {
             conversations: Arc::new(Conversations::new(Arc::new(conversations), config.intake.conversation_turns)),
-            generation: Arc::new(IndexGeneration::on_nats(js, &subjects).await?),
+            generation: Arc::new(IndexGeneration::on_nats(js, &subjects, config.nats.replicas).await?),
             rewriter: if stages.contains(&Stage::Intake) { llm.clone() } else { None },
             subjects,
             config,

@@ -43,11 +43,57 @@ pub fn nats_server() -> NatsServer {
     panic!("nats-server exited right after starting on five different ports; run `nats-server -js` by hand to see why");
 }
 
+/// The accounts of `deploy/nats/accounts.conf`: one user per stage, plus `admin`, `client`, `sleuth` and `sys`.
+pub const USERS: [&str; 10] =
+    ["admin", "client", "intake", "planner", "retrieve", "graph", "grader", "synthesizer", "sleuth", "sys"];
+
+/// The password every test user of [`with_accounts`] gets.
+pub fn password(user: &str) -> String {
+    format!("test-{user}-secret")
+}
+
+/// A `nats-server` of our own (never `SLEUTH_TEST_NATS_URL`: it needs these accounts) running with the
+/// repository's `deploy/nats/accounts.conf`, its passwords set by [`password`]. `url` carries no user.
+pub fn with_accounts() -> NatsServer {
+    let accounts = concat!(env!("CARGO_MANIFEST_DIR"), "/../deploy/nats/accounts.conf");
+    for _ in 0..5 {
+        let port = free_port();
+        let dir = tempfile::tempdir().expect("cannot create a temporary directory");
+        std::fs::copy(accounts, dir.path().join("accounts.conf")).expect("copy deploy/nats/accounts.conf");
+        let conf = format!(
+            "listen: 127.0.0.1:{port}\njetstream {{ store_dir: {:?} }}\ninclude ./accounts.conf\n",
+            dir.path().join("store").display().to_string()
+        );
+        let file = dir.path().join("nats.conf");
+        std::fs::write(&file, conf).expect("write nats.conf");
+        let mut cmd = Command::new("nats-server");
+        cmd.arg("-c").arg(&file);
+        for user in USERS {
+            cmd.env(format!("SLEUTH_{}_PASSWORD", user.to_uppercase()), password(user));
+        }
+        if let Some(server) = spawn(cmd, port, dir) {
+            return server;
+        }
+    }
+    panic!(
+        "nats-server with deploy/nats/accounts.conf exited right after starting on five ports; run it by hand to see why"
+    );
+}
+
+/// `nats://user:password@host:port` for a server of [`with_accounts`].
+pub fn url_as(server: &NatsServer, user: &str) -> String {
+    server.url.replacen("nats://", &format!("nats://{user}:{}@", password(user)), 1)
+}
+
 fn start_on(port: u16) -> Option<NatsServer> {
     let store = tempfile::tempdir().expect("cannot create a temporary directory");
-    let mut child = Command::new("nats-server")
-        .args(["-js", "-a", "127.0.0.1", "-p", &port.to_string(), "-sd"])
-        .arg(store.path())
+    let mut cmd = Command::new("nats-server");
+    cmd.args(["-js", "-a", "127.0.0.1", "-p", &port.to_string(), "-sd"]).arg(store.path());
+    spawn(cmd, port, store)
+}
+
+fn spawn(mut cmd: Command, port: u16, store: tempfile::TempDir) -> Option<NatsServer> {
+    let mut child = cmd
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()

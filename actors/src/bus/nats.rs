@@ -27,13 +27,86 @@ fn unavailable(e: impl std::fmt::Display) -> BusError {
     BusError::Unavailable(e.to_string())
 }
 
-/// Connects to NATS with the process name visible in `nats server report connections`.
+/// Connects to NATS with the process name visible in `nats server report connections`. Credentials may be in
+/// the URL (`nats://planner:secret@nats:4222`). Permission violations the server reports are kept for
+/// [`explain`], because a request it refused otherwise only times out.
 pub async fn connect(url: &str, name: &str) -> Result<async_nats::Client, BusError> {
-    async_nats::ConnectOptions::new()
+    let (servers, credentials) = split_credentials(url);
+    let options = match credentials {
+        Some((user, Some(password))) => async_nats::ConnectOptions::with_user_and_password(user, password),
+        Some((token, None)) => async_nats::ConnectOptions::with_token(token),
+        None => async_nats::ConnectOptions::new(),
+    };
+    options
         .name(name)
-        .connect(url)
+        .event_callback(|event| async move {
+            if let async_nats::Event::ServerError(async_nats::ServerError::Other(message)) = event
+                && message.to_lowercase().contains("permissions violation")
+            {
+                tracing::error!(refused = %message, "nats refused an operation");
+                *REFUSED.lock().unwrap_or_else(|e| e.into_inner()) = Some((std::time::Instant::now(), message));
+            }
+        })
+        .connect(servers.as_str())
         .await
-        .map_err(|e| BusError::Unavailable(format!("cannot connect to nats at {url}: {e}")))
+        .map_err(|e| BusError::Unavailable(format!("cannot connect to nats at {}: {e}", redact(url))))
+}
+
+/// The server list without credentials, and the credentials of the URL: `user:password@` or `token@`.
+/// async-nats ignores credentials in a URL, so they are taken out and passed as options.
+fn split_credentials(url: &str) -> (String, Option<(String, Option<String>)>) {
+    let mut credentials = None;
+    let servers: Vec<String> = url
+        .split(',')
+        .map(|server| {
+            let server = server.trim();
+            match (server.find("://"), server.rfind('@')) {
+                (Some(scheme), Some(at)) if at > scheme => {
+                    let userinfo = &server[scheme + 3..at];
+                    let decode = |s: &str| percent_decode(s);
+                    credentials.get_or_insert_with(|| match userinfo.split_once(':') {
+                        Some((user, password)) => (decode(user), Some(decode(password))),
+                        None => (decode(userinfo), None),
+                    });
+                    format!("{}{}", &server[..scheme + 3], &server[at + 1..])
+                }
+                _ => server.to_string(),
+            }
+        })
+        .collect();
+    (servers.join(","), credentials)
+}
+
+/// `%XX` escapes of a URL's user part, so a password may hold any character.
+fn percent_decode(text: &str) -> String {
+    percent_encoding::percent_decode_str(text).decode_utf8_lossy().into_owned()
+}
+
+/// The last permission violation the server reported, and when.
+static REFUSED: std::sync::Mutex<Option<(std::time::Instant, String)>> = std::sync::Mutex::new(None);
+
+/// `message`, plus the permission violation the server reported in the last 30 s, if any: the subject a user
+/// may not use.
+pub fn explain(message: String) -> String {
+    let refused = REFUSED.lock().unwrap_or_else(|e| e.into_inner()).clone();
+    match refused {
+        Some((at, refusal)) if at.elapsed() < Duration::from_secs(30) => {
+            format!("{message} (the server refused: {refusal}; check this user's permissions)")
+        }
+        _ => message,
+    }
+}
+
+/// The URL without its password, for messages.
+fn redact(url: &str) -> String {
+    match (url.find("://"), url.rfind('@')) {
+        (Some(scheme), Some(at)) if at > scheme => {
+            let userinfo = &url[scheme + 3..at];
+            let user = userinfo.split(':').next().unwrap_or("");
+            format!("{}{user}:***{}", &url[..scheme + 3], &url[at..])
+        }
+        _ => url.to_string(),
+    }
 }
 
 pub struct NatsBus {
@@ -62,10 +135,11 @@ impl NatsBus {
                 storage: stream::StorageType::File,
                 duplicate_window: dup,
                 max_age: Duration::from_secs(config.nats.loop_ttl_s),
+                num_replicas: config.nats.replicas,
                 ..Default::default()
             })
             .await
-            .map_err(|e| unavailable(format!("cannot create stream {}: {e}", subjects.work_stream())))?;
+            .map_err(|e| unavailable(explain(format!("cannot create stream {}: {e}", subjects.work_stream()))))?;
         let events = js
             .get_or_create_stream(stream::Config {
                 name: subjects.events_stream(),
@@ -74,10 +148,11 @@ impl NatsBus {
                 storage: stream::StorageType::File,
                 duplicate_window: dup.min(Duration::from_secs(config.nats.events_max_age_s)),
                 max_age: Duration::from_secs(config.nats.events_max_age_s),
+                num_replicas: config.nats.replicas,
                 ..Default::default()
             })
             .await
-            .map_err(|e| unavailable(format!("cannot create stream {}: {e}", subjects.events_stream())))?;
+            .map_err(|e| unavailable(explain(format!("cannot create stream {}: {e}", subjects.events_stream()))))?;
         let (poison_tx, poison_rx) = mpsc::unbounded_channel();
         Ok(Arc::new(NatsBus {
             client,
@@ -95,6 +170,20 @@ impl NatsBus {
         &self.js
     }
 
+    /// Creates every stage's durable consumer and the watchdog's (the streams exist once [`NatsBus::start`]
+    /// returned), without consuming anything: what `sleuth setup` does as the admin user, so that stage users
+    /// need no right to create them.
+    pub async fn provision_consumers(&self) -> Result<Vec<String>, BusError> {
+        let mut names = Vec::new();
+        for stage in [Stage::Planner, Stage::Retrieve, Stage::Graph, Stage::Grader, Stage::Synthesizer] {
+            self.consumer(stage).await?;
+            names.push(self.subjects.consumer(stage));
+        }
+        self.watchdog_consumer().await?;
+        names.push(self.subjects.watchdog_consumer());
+        Ok(names)
+    }
+
     async fn publish(
         &self,
         subject: String,
@@ -108,6 +197,27 @@ impl NatsBus {
         let publish = Publish::build().headers(headers).payload(Bytes::from(payload)).message_id(msg_id);
         self.js.send_publish(subject, publish).await.map_err(unavailable)?.await.map_err(unavailable)?;
         Ok(())
+    }
+
+    async fn watchdog_consumer(&self) -> Result<jetstream::consumer::PullConsumer, BusError> {
+        let name = self.subjects.watchdog_consumer();
+        self.work
+            .get_or_create_consumer(
+                &name,
+                pull::Config {
+                    durable_name: Some(name.clone()),
+                    filter_subject: self.subjects.deadline_filter(),
+                    ack_policy: AckPolicy::Explicit,
+                    ack_wait: Duration::from_secs(30),
+                    // A timer is naked until its deadline: it may be delivered any number of times, and every
+                    // request in flight holds one.
+                    max_deliver: -1,
+                    max_ack_pending: 1_000_000,
+                    ..Default::default()
+                },
+            )
+            .await
+            .map_err(|e| unavailable(explain(format!("cannot create consumer {name}: {e}"))))
     }
 
     async fn consumer(&self, stage: Stage) -> Result<jetstream::consumer::PullConsumer, BusError> {
@@ -125,7 +235,7 @@ impl NatsBus {
                 },
             )
             .await
-            .map_err(|e| unavailable(format!("cannot create consumer {name}: {e}")))
+            .map_err(|e| unavailable(explain(format!("cannot create consumer {name}: {e}"))))
     }
 }
 
@@ -220,25 +330,7 @@ impl Bus for NatsBus {
     }
 
     async fn deadlines(&self) -> Result<Arc<dyn DeadlineQueue>, BusError> {
-        let name = self.subjects.watchdog_consumer();
-        let consumer = self
-            .work
-            .get_or_create_consumer(
-                &name,
-                pull::Config {
-                    durable_name: Some(name.clone()),
-                    filter_subject: self.subjects.deadline_filter(),
-                    ack_policy: AckPolicy::Explicit,
-                    ack_wait: Duration::from_secs(30),
-                    // A timer is naked until its deadline: it may be delivered any number of times, and every
-                    // request in flight holds one.
-                    max_deliver: -1,
-                    max_ack_pending: 1_000_000,
-                    ..Default::default()
-                },
-            )
-            .await
-            .map_err(|e| unavailable(format!("cannot create consumer {name}: {e}")))?;
+        let consumer = self.watchdog_consumer().await?;
         let messages = consumer
             .stream()
             .max_messages_per_batch(16)
@@ -326,11 +418,17 @@ impl WorkQueue for NatsQueue {
     async fn close(&self) {
         let mut messages = self.messages.lock().await;
         // What the last pull already fetched; a few milliseconds of silence means nothing more is on its way.
+        // Handed back with a delay: a plain nak is redelivered at once to this very pull, which would hand it
+        // back again until the message ran out of deliveries and was dead-lettered.
         while let Ok(Some(Ok(message))) = tokio::time::timeout(Duration::from_millis(25), messages.next()).await {
-            let _ = message.ack_with(AckKind::Nak(None)).await;
+            let _ = message.ack_with(AckKind::Nak(Some(HANDBACK_DELAY))).await;
         }
     }
 }
+
+/// How long work a draining process hands back waits before another replica may take it: longer than the
+/// drain's 25 ms of silence, far shorter than the ack wait a dropped message would cost.
+const HANDBACK_DELAY: Duration = Duration::from_millis(500);
 
 struct NatsDelivery {
     /// `None` once acknowledged.
@@ -446,5 +544,21 @@ impl DeadlineDelivery for NatsTimer {
 
     async fn nak(mut self: Box<Self>, delay: Duration) -> Result<(), BusError> {
         nak(self.message.take(), delay).await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn credentials_leave_the_url_and_become_options() {
+        let (servers, credentials) =
+            split_credentials("nats://planner:p%40ss@nats-0:4222, nats://planner:p%40ss@nats-1:4222");
+        assert_eq!(servers, "nats://nats-0:4222,nats://nats-1:4222");
+        assert_eq!(credentials, Some(("planner".into(), Some("p@ss".into()))));
+        assert_eq!(split_credentials("nats://s3cret@nats:4222").1, Some(("s3cret".into(), None)));
+        assert_eq!(split_credentials("nats://127.0.0.1:4222"), ("nats://127.0.0.1:4222".into(), None));
+        assert_eq!(redact("nats://planner:p%40ss@nats-0:4222"), "nats://planner:***@nats-0:4222");
     }
 }

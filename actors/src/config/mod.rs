@@ -181,6 +181,8 @@ pub struct NatsConfig {
     /// How long a request's loop state is kept.
     pub loop_ttl_s: u64,
     pub events_max_age_s: u64,
+    /// Replicas of every stream and KV bucket sleuth creates: 1 on a single server, 3 on a 3-node cluster.
+    pub replicas: usize,
 }
 
 impl Default for NatsConfig {
@@ -194,6 +196,7 @@ impl Default for NatsConfig {
             duplicate_window_s: 120,
             loop_ttl_s: 3600,
             events_max_age_s: 3600,
+            replicas: 1,
         }
     }
 }
@@ -444,6 +447,9 @@ impl Config {
         }
         if self.nats.duplicate_window_s == 0 || self.nats.duplicate_window_s > self.nats.loop_ttl_s {
             return bad("nats.duplicate_window_s", "must be positive and no longer than nats.loop_ttl_s");
+        }
+        if !(1..=5).contains(&self.nats.replicas) {
+            return bad("nats.replicas", "must be between 1 and 5 (JetStream's limit)");
         }
         if self.stages.workers == 0 {
             return bad("stages.workers", "must be at least 1");

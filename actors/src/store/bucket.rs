@@ -36,9 +36,10 @@ impl KvBucket {
         js: &jetstream::Context,
         bucket: &str,
         ttl: Duration,
+        replicas: usize,
         description: &str,
     ) -> Result<KvBucket, StoreError> {
-        Ok(KvBucket { kv: open_kv(js, bucket, ttl, description).await? })
+        Ok(KvBucket { kv: open_kv(js, bucket, ttl, replicas, description).await? })
     }
 }
 
@@ -49,6 +50,7 @@ pub async fn open_kv(
     js: &jetstream::Context,
     bucket: &str,
     ttl: Duration,
+    replicas: usize,
     description: &str,
 ) -> Result<kv::Store, StoreError> {
     js.get_or_create_stream(stream::Config {
@@ -61,14 +63,16 @@ pub async fn open_kv(
         deny_purge: false,
         allow_direct: true,
         discard: stream::DiscardPolicy::New,
-        num_replicas: 1,
+        num_replicas: replicas.max(1),
         storage: stream::StorageType::File,
         description: Some(description.to_string()),
         ..Default::default()
     })
     .await
-    .map_err(|e| unavailable(format!("cannot create kv bucket {bucket}: {e}")))?;
-    js.get_key_value(bucket).await.map_err(|e| unavailable(format!("cannot open kv bucket {bucket}: {e}")))
+    .map_err(|e| unavailable(crate::bus::nats::explain(format!("cannot create kv bucket {bucket}: {e}"))))?;
+    js.get_key_value(bucket)
+        .await
+        .map_err(|e| unavailable(crate::bus::nats::explain(format!("cannot open kv bucket {bucket}: {e}"))))
 }
 
 #[async_trait]

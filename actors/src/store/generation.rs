@@ -28,10 +28,11 @@ impl IndexGeneration {
     pub async fn on_nats(
         js: &async_nats::jetstream::Context,
         subjects: &Subjects,
+        replicas: usize,
     ) -> Result<IndexGeneration, StoreError> {
+        let description = "sleuth deployment counters";
         let bucket =
-            KvBucket::open(js, &subjects.meta_bucket(), std::time::Duration::ZERO, "sleuth deployment counters")
-                .await?;
+            KvBucket::open(js, &subjects.meta_bucket(), std::time::Duration::ZERO, replicas, description).await?;
         Ok(IndexGeneration::new(Arc::new(bucket)))
     }
 

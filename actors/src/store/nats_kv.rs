@@ -21,8 +21,14 @@ fn unavailable(e: impl std::fmt::Display) -> StoreError {
 
 impl KvStore {
     /// Opens the bucket, creating it if needed.
-    pub async fn open(js: &jetstream::Context, bucket: &str, ttl: Duration) -> Result<KvStore, StoreError> {
-        Ok(KvStore { kv: super::bucket::open_kv(js, bucket, ttl, "sleuth loop state, one key per request").await? })
+    pub async fn open(
+        js: &jetstream::Context,
+        bucket: &str,
+        ttl: Duration,
+        replicas: usize,
+    ) -> Result<KvStore, StoreError> {
+        let description = "sleuth loop state, one key per request";
+        Ok(KvStore { kv: super::bucket::open_kv(js, bucket, ttl, replicas, description).await? })
     }
 
     pub fn inner(&self) -> &kv::Store {
