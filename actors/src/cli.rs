@@ -263,7 +263,15 @@ async fn command(command: Command, config: Config) -> anyhow::Result<ExitCode> {
             let (addr, http) = telemetry::http::serve(&config.telemetry.http_addr, health.clone()).await?;
             tracing::info!(%addr, "metrics on http://{addr}/metrics, probes on /healthz and /readyz");
             let grace = Duration::from_millis(config.stages.shutdown_grace_ms);
-            let node = Node::distributed(config, &stages, health).await?;
+            // A SIGTERM while the backends are still being retried stops the process at once.
+            let node = tokio::select! {
+                node = Node::distributed(config, &stages, health) => node?,
+                () = shutdown_signal() => {
+                    tracing::info!("stopped before serving");
+                    http.abort();
+                    return Ok(ExitCode::SUCCESS);
+                }
+            };
             tracing::info!(stages = ?stages, "serving; ctrl-c or SIGTERM to stop");
             shutdown_signal().await;
             tracing::info!(grace_ms = grace.as_millis() as u64, "draining: finishing the work in hand");

@@ -21,7 +21,7 @@ use crate::{
     llm::{LlmAgent, LlmClient},
     retrieval::{Retriever, cache::RetrievalCache},
     runtime::{
-        Cancellations, NodeContext, Stats, cancel, dead_letters,
+        Cancellations, NodeContext, Stats, cancel, dead_letters, startup,
         supervisor::{NodeSupervisor, StageArgs},
         watchdog,
         worker::WorkerArgs,
@@ -152,12 +152,16 @@ impl Node {
         let ttl = Duration::from_secs(config.nats.loop_ttl_s);
         let store = KvStore::open(bus.jetstream(), &subjects.loops_bucket(), ttl, config.nats.replicas).await?;
         health.set_waiting("opening the backends");
-        let retriever =
-            if stages.contains(&Stage::Retrieve) { Some(Arc::new(Retriever::open(&config).await?)) } else { None };
+        let retriever = if stages.contains(&Stage::Retrieve) {
+            let open = || Retriever::open(&config);
+            Some(Arc::new(startup::open_with_retries(&health, "the index", open).await?))
+        } else {
+            None
+        };
         let graph = match (&retriever, stages.contains(&Stage::Graph)) {
             (_, false) => None,
             (Some(r), true) if r.graph.is_some() => r.graph.clone(),
-            (_, true) => Some(graph::open(&config).await?),
+            (_, true) => Some(startup::open_with_retries(&health, "the graph", || graph::open(&config)).await?),
         };
         let js = bus.jetstream();
         let ttl = Duration::from_secs(config.intake.conversation_ttl_s);

@@ -102,6 +102,26 @@ fn json_map(
     Payload::from(payload).into()
 }
 
+/// The oldest Qdrant server sleuth works with: hybrid search sends a Reciprocal Rank Fusion with its own `k`
+/// (`retrieval.rrf_k`), which older servers reject ("Query variant is missing").
+pub const MIN_QDRANT: (u64, u64) = (1, 16);
+
+/// `Ok` when a server of `version` (e.g. "1.16.3") answers sleuth's queries.
+fn check_version(version: &str) -> anyhow::Result<()> {
+    let mut parts = version.trim_start_matches('v').split('.').map(|p| p.parse::<u64>().ok());
+    let (major, minor) = (parts.next().flatten(), parts.next().flatten());
+    match (major, minor) {
+        (Some(major), Some(minor)) if (major, minor) >= MIN_QDRANT => Ok(()),
+        (Some(_), Some(_)) => anyhow::bail!(
+            "is version {version}; sleuth needs Qdrant {}.{} or newer (its hybrid search uses RRF with a k \
+             parameter, which older servers reject)",
+            MIN_QDRANT.0,
+            MIN_QDRANT.1
+        ),
+        _ => anyhow::bail!("reports the unreadable version {version:?}"),
+    }
+}
+
 impl ServerIndex {
     /// Connects to `url` (gRPC, e.g. `http://localhost:6334`) and makes sure the collection and its payload
     /// indexes exist.
@@ -112,12 +132,22 @@ impl ServerIndex {
         dim: usize,
         indexed: &[(String, FieldType)],
     ) -> anyhow::Result<ServerIndex> {
-        let mut builder =
-            Qdrant::from_url(url).timeout(Duration::from_secs(30)).connect_timeout(Duration::from_secs(5));
+        // qdrant-client's own check only prints a warning to stdout on every start; sleuth checks the one thing
+        // it needs instead (below).
+        let mut builder = Qdrant::from_url(url)
+            .timeout(Duration::from_secs(30))
+            .connect_timeout(Duration::from_secs(5))
+            .skip_compatibility_check();
         if let Some(key) = api_key.filter(|k| !k.is_empty()) {
             builder = builder.api_key(key);
         }
         let client = builder.build().with_context(|| format!("invalid Qdrant URL {url}"))?;
+        let version = client
+            .health_check()
+            .await
+            .with_context(|| format!("cannot reach Qdrant at {url} (is it running? the gRPC port is usually 6334)"))?
+            .version;
+        check_version(&version).with_context(|| format!("the Qdrant server at {url}"))?;
         let exists = client
             .collection_exists(collection)
             .await
@@ -258,6 +288,15 @@ mod tests {
 
     use super::*;
     use crate::index::SparseVector;
+
+    #[test]
+    fn servers_older_than_the_parametrised_rrf_are_refused_by_name() {
+        assert!(check_version("1.16.3").is_ok());
+        assert!(check_version("2.0.0").is_ok());
+        let refused = check_version("1.13.6").unwrap_err().to_string();
+        assert!(refused.contains("1.13.6") && refused.contains("1.16 or newer"), "{refused}");
+        assert!(check_version("dev").is_err());
+    }
 
     fn plan(lanes: Vec<Lane>, filter: PayloadFilter) -> SearchPlan {
         SearchPlan {
