@@ -190,3 +190,18 @@ async fn scale_in_a_planner_under_load_loses_and_repeats_nothing() {
     }
     assert_eq!(ids.len(), REQUESTS);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_second_retrieve_process_on_one_embedded_index_fails_at_start_up_and_says_why() {
+    let server = nats::nats_server();
+    let dir = tempfile::tempdir().unwrap();
+    let deployment = Deployment::seeded(&server.url, &unique("owner"), dir.path());
+    let _owner = ServeProcess::start(&deployment, "retrieve", &[]);
+
+    let started = Instant::now();
+    let out = run_cli(&deployment, &["serve", "--stages", "retrieve"], &[]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "a second owner must not start: {stderr}");
+    assert!(started.elapsed() < Duration::from_secs(30), "it fails at once instead of hanging");
+    assert!(stderr.contains("another sleuth process owns it") && stderr.contains("retrieval.backend"), "{stderr}");
+}

@@ -140,7 +140,17 @@ impl EdgeIndex {
             .sparse_vector(SPARSE, EdgeSparseVectorParams::builder().modifier(Modifier::Idf).build())
             .build();
         let shard = EdgeShard::load(dir, Some(config)).map_err(|e| {
-            anyhow::anyhow!("cannot open the index at {} (is another sleuth process using it?): {e}", dir.display())
+            let text = e.to_string();
+            if text.contains("WouldBlock") || text.contains("lock") {
+                anyhow::anyhow!(
+                    "cannot open the embedded index at {}: another sleuth process owns it. The embedded index has \
+                     one owner per data directory; to run several retrieve replicas, give them a Qdrant server \
+                     (retrieval.backend = \"qdrant\", retrieval.qdrant_url) ({text})",
+                    dir.display()
+                )
+            } else {
+                anyhow::anyhow!("cannot open the index at {}: {text}", dir.display())
+            }
         })?;
         let stored = shard.config().vectors.get(DENSE).map(|v| v.size);
         if stored != Some(dim) {
