@@ -21,6 +21,7 @@ pub mod machine;
 pub mod node;
 pub mod retrieval;
 pub mod runtime;
+pub mod secrets;
 pub mod stages;
 pub mod store;
 pub mod telemetry;

@@ -49,7 +49,9 @@ pub async fn connect(url: &str, name: &str) -> Result<async_nats::Client, BusErr
         })
         .connect(servers.as_str())
         .await
-        .map_err(|e| BusError::Unavailable(format!("cannot connect to nats at {}: {e}", redact(url))))
+        .map_err(|e| {
+            BusError::Unavailable(format!("cannot connect to nats at {}: {e}", crate::secrets::redact_url(url)))
+        })
 }
 
 /// The server list without credentials, and the credentials of the URL: `user:password@` or `token@`.
@@ -94,18 +96,6 @@ pub fn explain(message: String) -> String {
             format!("{message} (the server refused: {refusal}; check this user's permissions)")
         }
         _ => message,
-    }
-}
-
-/// The URL without its password, for messages.
-fn redact(url: &str) -> String {
-    match (url.find("://"), url.rfind('@')) {
-        (Some(scheme), Some(at)) if at > scheme => {
-            let userinfo = &url[scheme + 3..at];
-            let user = userinfo.split(':').next().unwrap_or("");
-            format!("{}{user}:***{}", &url[..scheme + 3], &url[at..])
-        }
-        _ => url.to_string(),
     }
 }
 
@@ -559,6 +549,5 @@ mod tests {
         assert_eq!(credentials, Some(("planner".into(), Some("p@ss".into()))));
         assert_eq!(split_credentials("nats://s3cret@nats:4222").1, Some(("s3cret".into(), None)));
         assert_eq!(split_credentials("nats://127.0.0.1:4222"), ("nats://127.0.0.1:4222".into(), None));
-        assert_eq!(redact("nats://planner:p%40ss@nats-0:4222"), "nats://planner:***@nats-0:4222");
     }
 }

@@ -48,7 +48,7 @@ impl PgGraph {
             .acquire_timeout(Duration::from_secs(10))
             .connect(url)
             .await
-            .with_context(|| format!("cannot connect to the graph database at {}", redact(url)))?;
+            .with_context(|| format!("cannot connect to the graph database at {}", crate::secrets::redact_url(url)))?;
         sqlx::migrate!("migrations/postgres")
             .run(&pool)
             .await
@@ -66,17 +66,6 @@ impl PgGraph {
 }
 
 /// The URL without its password, for error messages.
-fn redact(url: &str) -> String {
-    let Some((scheme, rest)) = url.split_once("://") else { return url.to_string() };
-    match rest.split_once('@') {
-        Some((credentials, host)) if credentials.contains(':') => {
-            let user = credentials.split(':').next().unwrap_or_default();
-            format!("{scheme}://{user}:***@{host}")
-        }
-        _ => url.to_string(),
-    }
-}
-
 pub(super) fn entity_from(
     id: Uuid,
     entity_type: String,
@@ -313,14 +302,6 @@ impl GraphStore for PgGraph {
 
 #[cfg(test)]
 mod tests {
-    use super::*;
-
-    #[test]
-    fn redacts_the_password_of_a_database_url() {
-        assert_eq!(redact("postgres://u:secret@h:5432/db"), "postgres://u:***@h:5432/db");
-        assert_eq!(redact("postgres://h/db"), "postgres://h/db");
-    }
-
     #[test]
     fn direction_decides_which_halves_of_the_expansion_run() {
         use super::super::Direction;
