@@ -53,6 +53,8 @@ pub struct Node {
     tasks: Vec<JoinHandle<()>>,
     /// NATS micro services, kept alive for `nats micro ls`.
     _services: Vec<async_nats::service::Service>,
+    /// This process's claim on the SQLite graph, when it serves the graph stage from one.
+    _graph_owner: Option<graph::owner::SqliteOwner>,
 }
 
 /// The backends a process's stages use; each is opened only when one of its stages runs here.
@@ -152,6 +154,11 @@ impl Node {
         let ttl = Duration::from_secs(config.nats.loop_ttl_s);
         let store = KvStore::open(bus.jetstream(), &subjects.loops_bucket(), ttl, config.nats.replicas).await?;
         health.set_waiting("opening the backends");
+        // Claimed before anything opens the file, so a second graph process fails here, at once, saying why.
+        let graph_owner = match stages.contains(&Stage::Graph) && config.database.url.is_none() {
+            true => Some(graph::owner::claim(&config.data_dir())?),
+            false => None,
+        };
         let retriever = if stages.contains(&Stage::Retrieve) {
             let open = || Retriever::open(&config);
             Some(Arc::new(startup::open_with_retries(&health, "the index", open).await?))
@@ -215,6 +222,7 @@ impl Node {
         }
         let backends = Backends { retriever, graph: graph.clone(), llm, cache };
         let mut node = Node::start(ctx.clone(), stages, backends, services, health).await?;
+        node._graph_owner = graph_owner;
         node.tasks.extend(status_tasks);
         if let Some(ask) = ask {
             node.tasks.push(tokio::spawn(endpoint::serve_ask(ctx, ask)));
@@ -282,6 +290,7 @@ impl Node {
             queues,
             tasks,
             _services: services,
+            _graph_owner: None,
         })
     }
 
@@ -362,6 +371,8 @@ impl Node {
             // Bounded: a connection still checked out by an aborted task must not hold shutdown up.
             let _ = tokio::time::timeout(std::time::Duration::from_secs(5), graph.close()).await;
         }
+        // Released only once the graph is closed, so the next owner finds the file whole.
+        drop(self._graph_owner);
     }
 }
 

@@ -191,17 +191,28 @@ async fn scale_in_a_planner_under_load_loses_and_repeats_nothing() {
     assert_eq!(ids.len(), REQUESTS);
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_second_retrieve_process_on_one_embedded_index_fails_at_start_up_and_says_why() {
+/// Starts one process serving `stage` on a fresh deployment, then a second on the same data directory, which must
+/// fail at start-up, at once, with a message containing every one of `why`.
+fn a_second_owner_is_refused(stage: &str, why: &[&str]) {
     let server = nats::nats_server();
     let dir = tempfile::tempdir().unwrap();
     let deployment = Deployment::seeded(&server.url, &unique("owner"), dir.path());
-    let _owner = ServeProcess::start(&deployment, "retrieve", &[]);
+    let _owner = ServeProcess::start(&deployment, stage, &[]);
 
     let started = Instant::now();
-    let out = run_cli(&deployment, &["serve", "--stages", "retrieve"], &[]);
+    let out = run_cli(&deployment, &["serve", "--stages", stage], &[]);
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(!out.status.success(), "a second owner must not start: {stderr}");
+    assert!(!out.status.success(), "a second {stage} process on the same files must not start: {stderr}");
     assert!(started.elapsed() < Duration::from_secs(30), "it fails at once instead of hanging");
-    assert!(stderr.contains("another sleuth process owns it") && stderr.contains("retrieval.backend"), "{stderr}");
+    assert!(why.iter().all(|w| stderr.contains(w)), "{stderr}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_second_retrieve_process_on_one_embedded_index_fails_at_start_up_and_says_why() {
+    a_second_owner_is_refused("retrieve", &["another sleuth process owns it", "retrieval.backend"]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_second_graph_process_on_one_sqlite_file_fails_at_start_up_and_says_why() {
+    a_second_owner_is_refused("graph", &["another sleuth process serves it", "database.url"]);
 }

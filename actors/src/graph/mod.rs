@@ -4,6 +4,7 @@
 
 pub mod bench;
 pub mod mentions;
+pub mod owner;
 pub mod postgres;
 pub mod primitives;
 pub mod sqlite;
