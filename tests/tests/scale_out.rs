@@ -1,6 +1,8 @@
-//! Scale-out of an I/O-bound stage: the planner's throughput at 1, 2 and 4 replicas, each work item held for
-//! 200 ms (`debug.stage_delay_ms`, an awaited sleep standing in for an LLM call). A benchmark, not a test: it
-//! asserts only that every request is answered, and prints the table BENCHMARKS.md records.
+//! Scale-out of an I/O-bound stage: the LLM planner's throughput at 1, 2 and 4 replicas against a scripted
+//! OpenAI-compatible server that answers every call after 200 ms. Every request goes down the agent route, so
+//! each planner work item makes two calls (the plan, then a `final` step): 400 ms of waiting per item. A
+//! benchmark, not a test: it asserts only that every request is answered and that the planners called the LLM,
+//! and prints the table BENCHMARKS.md records.
 //!
 //! `cargo test --release -p sleuth-tests --test scale_out -- --ignored --nocapture`
 
@@ -8,10 +10,25 @@ use std::time::{Duration, Instant};
 
 use sleuth_actors::client;
 use sleuth_messages::AskRequest;
-use sleuth_tests::{nats::nats_server, process::*, unique};
+use sleuth_tests::{llm::ScriptedLlm, nats::nats_server, process::*, unique};
 
 const REQUESTS: usize = 200;
-const HOLD_MS: &str = "200";
+const LLM_LATENCY: Duration = Duration::from_millis(200);
+
+/// A valid plan and a valid `final` step, so the planners' time is the LLM's and not a fallback's.
+const PLAN: &str = r#"{
+  "goal": "answer from the documents",
+  "strategy": "retrieve_then_answer",
+  "retrieval_rounds": [],
+  "literal_constraints": {"must_preserve_terms": [], "must_match_exactly": false},
+  "acceptance_criteria": {"min_independent_sources": 1, "require_authoritative_source": false, "must_cover_entities": []},
+  "stop_conditions": {"max_rounds": 3, "max_total_docs": 20, "no_new_information_rounds": 2},
+  "answer_requirements": {"format": ["short"]},
+  "budget": {"max_tokens": 100000},
+  "safety": {"sensitivity": "public", "pii_allowed": false},
+  "planner_meta": {"planner_version": "scripted", "rationale_tags": []}
+}"#;
+const FINAL: &str = r#"{"rationale": "answer now", "actions": [{"action": "final"}]}"#;
 
 /// Planner work items this process applied, from its `/metrics`.
 async fn planner_items(process: &ServeProcess) -> f64 {
@@ -32,17 +49,22 @@ async fn planner_items(process: &ServeProcess) -> f64 {
 /// Items per second the planners cleared with `replicas` of them, under `REQUESTS` concurrent requests.
 async fn throughput(replicas: usize) -> (f64, f64, Duration) {
     let nats = nats_server();
+    let llm = ScriptedLlm::routed(&[("planner_state", PLAN), ("next_step", FINAL)], LLM_LATENCY, 300, 40).await;
     let dir = tempfile::tempdir().unwrap();
     let deployment = Deployment::seeded(&nats.url, &unique("scaleout"), dir.path());
     // Everything but the planner in one process with workers to spare, so the planner is the bottleneck.
     let _rest = ServeProcess::start(
         &deployment,
         "intake,retrieve,graph,grader,synthesizer",
-        &[("SLEUTH__STAGES__WORKERS", "16"), ("SLEUTH__TELEMETRY__HTTP_ADDR", "127.0.0.1:0")],
+        &[
+            ("SLEUTH__STAGES__WORKERS", "16"),
+            ("SLEUTH__TELEMETRY__HTTP_ADDR", "127.0.0.1:0"),
+            ("SLEUTH__INTAKE__FORCE_ROUTE", "agent"),
+        ],
     );
-    let planners: Vec<ServeProcess> = (0..replicas)
-        .map(|_| ServeProcess::start(&deployment, "planner", &[("SLEUTH__DEBUG__STAGE_DELAY_MS", HOLD_MS)]))
-        .collect();
+    let llm_env = [("SLEUTH__LLM__BASE_URL", llm.base_url.as_str()), ("SLEUTH__LLM__MODEL", "scripted-model")];
+    let planners: Vec<ServeProcess> =
+        (0..replicas).map(|_| ServeProcess::start(&deployment, "planner", &llm_env)).collect();
     let subjects = deployment.config().subjects();
     let started = Instant::now();
     let asks: Vec<_> = (0..REQUESTS)
@@ -58,6 +80,7 @@ async fn throughput(replicas: usize) -> (f64, f64, Duration) {
         ask.await.unwrap().expect("every request is answered");
     }
     let elapsed = started.elapsed();
+    assert!(llm.calls() >= 2 * REQUESTS, "the planners called the LLM: {} calls", llm.calls());
     let mut items = 0.0;
     for planner in &planners {
         items += planner_items(planner).await;
