@@ -1,6 +1,7 @@
 //! `sleuth eval QUESTIONS.json`: scores retrieval against gold titles, through the loop or as a single retrieval
-//! pass. Reports perfect retrieval@8 (every gold title among the 8 passages finally retrieved or cited), recall@k,
-//! MRR@10, the multi-hop subset, latency percentiles and the failed questions.
+//! pass. Reports perfect retrieval@8 (every gold title among the 8 passages finally retrieved or cited) on the final
+//! ranking (cited first) and on retrieval order alone, recall@k, MRR@10, the share of answers that contain the gold
+//! answer and of answers that abstain, the multi-hop subset, latency percentiles and the failed questions.
 
 use std::{
     path::Path,
@@ -12,7 +13,14 @@ use anyhow::Context;
 use serde_json::json;
 use sleuth_messages::{AskRequest, LoopState, Outcome, Route};
 
-use crate::{config::Config, index::PayloadFilter, ingest, node::Node, retrieval::Retriever};
+use crate::{
+    config::Config,
+    index::PayloadFilter,
+    ingest,
+    node::Node,
+    retrieval::Retriever,
+    stages::{ranking::ranking, synthesizer::NO_EVIDENCE},
+};
 
 /// Passages a question is judged on (fast-graphrag's benchmark retrieves 8).
 pub const JUDGED: usize = 8;
@@ -23,14 +31,21 @@ pub struct Question {
     pub question: String,
     pub gold_titles: Vec<String>,
     pub multihop: bool,
+    /// The gold answer string, where the questions file carries one.
+    pub answer: Option<String>,
 }
 
 /// One question's result.
 #[derive(Debug, Clone)]
 pub struct Scored {
     pub question: Question,
-    /// Titles in the order the system ranks them (cited first, then retrieved).
+    /// Titles in the order the system reports them (cited first, then retrieved).
     pub ranked: Vec<String>,
+    /// Titles in retrieval order alone: the final ranking of the evidence, citations aside.
+    pub retrieved: Vec<String>,
+    /// The answer the loop wrote (none in single-pass mode), and whether it abstained.
+    pub answer: Option<String>,
+    pub abstained: bool,
     pub latency: Duration,
     /// The route intake chose (none in single-pass mode).
     pub route: Option<Route>,
@@ -45,6 +60,25 @@ impl Scored {
     }
     pub fn perfect(&self) -> bool {
         self.missing().is_empty()
+    }
+    /// Perfect retrieval@8 on retrieval order alone.
+    pub fn perfect_retrieved(&self) -> bool {
+        let top = &self.retrieved[..self.retrieved.len().min(JUDGED)];
+        self.question.gold_titles.iter().all(|g| top.contains(g))
+    }
+    /// Whether the answer contains the gold answer (case, punctuation and spacing aside); `None` without both.
+    pub fn contains_gold(&self) -> Option<bool> {
+        let (answer, gold) = (self.answer.as_ref()?, self.question.answer.as_ref()?);
+        let fold = |s: &str| {
+            s.chars()
+                .map(|c| if c.is_alphanumeric() { c.to_lowercase().next().unwrap_or(c) } else { ' ' })
+                .collect::<String>()
+                .split_whitespace()
+                .collect::<Vec<_>>()
+                .join(" ")
+        };
+        let (answer, gold) = (fold(answer), fold(gold));
+        Some(!gold.is_empty() && format!(" {answer} ").contains(&format!(" {gold} ")))
     }
     pub fn recall(&self, k: usize) -> f64 {
         let top = &self.ranked[..self.ranked.len().min(k)];
@@ -82,29 +116,35 @@ pub fn read_questions(path: &Path) -> anyhow::Result<Vec<Question>> {
                     .filter_map(|t| t.as_str().map(str::to_string))
                     .collect(),
                 multihop: q.get("multihop").and_then(|v| v.as_bool()).unwrap_or(false),
+                answer: field("answer"),
             })
         })
         .collect()
 }
 
-/// Ranks a finished loop's cards: cited cards in citation order, then the rest by score; titles deduplicated.
-pub fn ranked_titles(state: &LoopState) -> Vec<String> {
-    let cited: Vec<u32> = match &state.outcome {
-        Some(Outcome::Answer(a)) => a.citations.iter().map(|c| c.n).collect(),
-        _ => Vec::new(),
-    };
-    let mut cards: Vec<_> = state.cards.iter().collect();
-    cards.sort_by(|a, b| {
-        let rank = |n: u32| cited.iter().position(|c| *c == n).unwrap_or(usize::MAX);
-        rank(a.n).cmp(&rank(b.n)).then(b.hit.score.total_cmp(&a.hit.score))
-    });
-    let mut titles: Vec<String> = Vec::new();
-    for card in cards {
-        if !titles.contains(&card.hit.title) {
-            titles.push(card.hit.title.clone());
+/// Titles with their repeats removed, first place kept.
+fn distinct<'a>(titles: impl IntoIterator<Item = &'a String>) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for title in titles {
+        if !out.contains(title) {
+            out.push(title.clone());
         }
     }
-    titles
+    out
+}
+
+/// A finished loop's titles in retrieval order: the final ranking of its cards.
+pub fn retrieved_titles(state: &LoopState) -> Vec<String> {
+    distinct(ranking(state).into_iter().map(|c| &c.hit.title))
+}
+
+/// A finished loop's titles as it reports them: cited cards in citation order, then the final ranking.
+pub fn ranked_titles(state: &LoopState) -> Vec<String> {
+    let cited: Vec<&String> = match &state.outcome {
+        Some(Outcome::Answer(a)) => a.citations.iter().map(|c| &c.title).collect(),
+        _ => Vec::new(),
+    };
+    distinct(cited.into_iter().chain(ranking(state).into_iter().map(|c| &c.hit.title)))
 }
 
 /// Runs the evaluation. `corpus`, when given, is ingested first (idempotently) into an index of its own. Returns
@@ -139,25 +179,24 @@ pub async fn run(
     let mut scored = Vec::with_capacity(questions.len());
     for question in questions {
         let started = Instant::now();
-        let mut route = None;
-        let ranked = if single_pass {
+        let (mut route, mut answer, mut abstained) = (None, None, false);
+        let (ranked, retrieved) = if single_pass {
             let hits = retriever.search(&question.question, &PayloadFilter::default(), JUDGED).await?;
-            let mut titles: Vec<String> = Vec::new();
-            for h in hits {
-                if !titles.contains(&h.title) {
-                    titles.push(h.title);
-                }
-            }
-            titles
+            let titles = distinct(hits.iter().map(|h| &h.title));
+            (titles.clone(), titles)
         } else {
             let request_id = uuid::Uuid::now_v7();
             let request = AskRequest { request_id: Some(request_id), ..AskRequest::new(question.question.clone()) };
             node.ask(request, None).await.map_err(|e| anyhow::anyhow!("{}: {e}", question.id))?;
             let (state, _) = node.ctx.store.load(request_id).await?.context("finished request has no state")?;
             route = Some(state.analysis.route);
-            ranked_titles(&state)
+            if let Some(Outcome::Answer(a)) = &state.outcome {
+                abstained = a.warnings.iter().any(|w| w == NO_EVIDENCE);
+                answer = Some(a.answer.clone());
+            }
+            (ranked_titles(&state), retrieved_titles(&state))
         };
-        scored.push(Scored { question, ranked, latency: started.elapsed(), route });
+        scored.push(Scored { question, ranked, retrieved, answer, abstained, latency: started.elapsed(), route });
     }
     let mode = match node.cache.as_ref().map(|c| c.stats()) {
         Some(c) => format!("{mode}; retrieval cache {} hits, {} misses", c.hits, c.misses),
@@ -171,6 +210,10 @@ struct Row {
     name: String,
     n: usize,
     perfect: f64,
+    perfect_retrieved: f64,
+    /// Share of answers containing the gold answer, over the questions that carry one (none: no such question).
+    contains_gold: Option<f64>,
+    abstained: f64,
     recall: f64,
     mrr: f64,
     p50: f64,
@@ -184,10 +227,14 @@ fn row(name: &str, items: &[&Scored]) -> Row {
     let mut lat: Vec<f64> = items.iter().map(|s| s.latency.as_secs_f64() * 1000.0).collect();
     lat.sort_by(f64::total_cmp);
     let pct = |p: f64| if lat.is_empty() { 0.0 } else { lat[((lat.len() - 1) as f64 * p).round() as usize] };
+    let golds: Vec<bool> = items.iter().filter_map(|s| s.contains_gold()).collect();
     Row {
         name: name.to_string(),
         n,
         perfect: mean(&|s| if s.perfect() { 1.0 } else { 0.0 }),
+        perfect_retrieved: mean(&|s| if s.perfect_retrieved() { 1.0 } else { 0.0 }),
+        contains_gold: (!golds.is_empty()).then(|| golds.iter().filter(|g| **g).count() as f64 / golds.len() as f64),
+        abstained: mean(&|s| if s.abstained { 1.0 } else { 0.0 }),
         recall: mean(&|s| s.recall(JUDGED)),
         mrr: mean(&|s| s.reciprocal_rank()),
         p50: pct(0.5),
@@ -216,13 +263,16 @@ fn route_rows(scored: &[Scored]) -> Vec<Row> {
 /// The report as a table, with the failed questions.
 pub fn render(scored: &[Scored], mode: &str) -> String {
     let mut out = format!(
-        "mode: {mode}\n{:<11} {:>4} {:>11} {:>9} {:>7} {:>9} {:>9}\n",
-        "subset", "n", "perfect@8", "recall@8", "MRR@10", "p50 ms", "p95 ms"
+        "mode: {mode}\n(perfect@8: final ranking, cited first; retrieved@8: retrieval order alone; gold: answers \
+         containing the gold answer; abstain: answers saying the corpus has nothing)\n\
+         {:<11} {:>4} {:>10} {:>12} {:>9} {:>7} {:>6} {:>8} {:>8} {:>8}\n",
+        "subset", "n", "perfect@8", "retrieved@8", "recall@8", "MRR@10", "gold", "abstain", "p50 ms", "p95 ms"
     );
     for r in rows(scored) {
+        let gold = r.contains_gold.map_or_else(|| "-".to_string(), |g| format!("{g:.3}"));
         out.push_str(&format!(
-            "{:<11} {:>4} {:>11.3} {:>9.3} {:>7.3} {:>9.1} {:>9.1}\n",
-            r.name, r.n, r.perfect, r.recall, r.mrr, r.p50, r.p95
+            "{:<11} {:>4} {:>10.3} {:>12.3} {:>9.3} {:>7.3} {:>6} {:>8.3} {:>8.1} {:>8.1}\n",
+            r.name, r.n, r.perfect, r.perfect_retrieved, r.recall, r.mrr, gold, r.abstained, r.p50, r.p95
         ));
     }
     let routes = route_rows(scored);
@@ -251,7 +301,7 @@ pub fn render(scored: &[Scored], mode: &str) -> String {
 pub fn to_json(scored: &[Scored], mode: &str) -> serde_json::Value {
     let subsets: Vec<_> = rows(scored)
         .into_iter()
-        .map(|r| json!({"subset": r.name, "n": r.n, "perfect_retrieval_at_8": r.perfect, "recall_at_8": r.recall, "mrr_at_10": r.mrr, "latency_p50_ms": r.p50, "latency_p95_ms": r.p95}))
+        .map(|r| json!({"subset": r.name, "n": r.n, "perfect_retrieval_at_8": r.perfect, "perfect_retrieval_at_8_retrieval_order": r.perfect_retrieved, "answer_contains_gold": r.contains_gold, "abstention_rate": r.abstained, "recall_at_8": r.recall, "mrr_at_10": r.mrr, "latency_p50_ms": r.p50, "latency_p95_ms": r.p95}))
         .collect();
     let routes: Vec<_> = route_rows(scored)
         .into_iter()
@@ -261,7 +311,7 @@ pub fn to_json(scored: &[Scored], mode: &str) -> serde_json::Value {
         .iter()
         .map(|s| {
             let route = s.route.map(|r| format!("{r:?}").to_lowercase());
-            json!({"id": s.question.id, "route": route, "perfect": s.perfect(), "missing": s.missing(), "ranked": s.judged(), "latency_ms": s.latency.as_secs_f64() * 1000.0})
+            json!({"id": s.question.id, "route": route, "perfect": s.perfect(), "perfect_retrieval_order": s.perfect_retrieved(), "missing": s.missing(), "ranked": s.judged(), "answer": s.answer, "contains_gold": s.contains_gold(), "abstained": s.abstained, "latency_ms": s.latency.as_secs_f64() * 1000.0})
         })
         .collect();
     json!({"mode": mode, "subsets": subsets, "routes": routes, "questions": questions})
@@ -278,8 +328,12 @@ mod tests {
                 question: "?".into(),
                 gold_titles: gold.iter().map(|s| s.to_string()).collect(),
                 multihop: true,
+                answer: Some("Vienna".into()),
             },
             ranked: ranked.iter().map(|s| s.to_string()).collect(),
+            retrieved: ranked.iter().rev().map(|s| s.to_string()).collect(),
+            answer: Some("He was born in Vienna, Austria [1].".into()),
+            abstained: false,
             latency: Duration::ZERO,
             route: Some(Route::Enhanced),
         }
@@ -301,6 +355,19 @@ mod tests {
             assert!((s.recall(JUDGED) - recall).abs() < 1e-9, "{gold:?}");
             assert!((s.reciprocal_rank() - rr).abs() < 1e-9, "{gold:?}");
         }
+    }
+
+    #[test]
+    fn retrieval_order_and_gold_answers_are_scored_apart_from_the_final_ranking() {
+        let ten: Vec<String> = (0..10).map(|i| format!("t{i}")).collect();
+        let ranked: Vec<&str> = ten.iter().map(String::as_str).collect();
+        let s = scored(&["t0", "t1"], &ranked);
+        assert!(s.perfect() && !s.perfect_retrieved(), "retrieval order is t9 … t0");
+        assert_eq!(s.contains_gold(), Some(true));
+        let wrong = Scored { answer: Some("Viennal".into()), ..s.clone() };
+        assert_eq!(wrong.contains_gold(), Some(false), "a gold answer is matched as whole words");
+        let none = Scored { answer: None, ..s };
+        assert_eq!(none.contains_gold(), None);
     }
 
     #[test]

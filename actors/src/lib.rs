@@ -5,6 +5,7 @@
 //! and [`machine`] for the loop's state machine.
 
 pub mod bench;
+pub mod bootstrap;
 pub mod bus;
 pub mod cli;
 pub mod client;

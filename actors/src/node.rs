@@ -6,7 +6,7 @@ use std::{sync::Arc, time::Duration};
 use anyhow::Context;
 use futures::StreamExt;
 use ractor::{Actor, ActorRef};
-use sleuth_messages::{AskReply, AskRequest, ErrorKind, ErrorResponse, Event, EventBody, Outcome, Stage};
+use sleuth_messages::{AskReply, AskRequest, EntityType, ErrorKind, ErrorResponse, Event, EventBody, Outcome, Stage};
 use tokio::task::JoinHandle;
 
 use crate::{
@@ -66,6 +66,15 @@ struct Backends {
     llm: Option<LlmAgent>,
     /// The retrieve stage's cache, shared by its workers; `None` when `intake.cache_entries` is 0.
     cache: Option<Arc<RetrievalCache>>,
+    /// Whether the graph holds entities besides documents; `None` when this process cannot tell.
+    entities: Option<bool>,
+}
+
+/// Whether `graph` holds entities besides documents. Without any, the planner's entity lane is skipped: there is
+/// nothing to resolve a name to, and a corpus of documents is searched as documents.
+async fn holds_entities(graph: Option<&Arc<dyn GraphStore>>) -> Option<bool> {
+    let stats = graph?.stats().await.ok()?;
+    Some(stats.entities_by_type.iter().any(|(t, n)| t != EntityType::Document.as_str() && *n > 0))
 }
 
 /// The configured LLM, shared by this process's agents (one client, so one circuit breaker).
@@ -79,11 +88,11 @@ fn llm_agent(config: &Config) -> anyhow::Result<Option<LlmAgent>> {
 
 fn logic_for(stage: Stage, ctx: &NodeContext, backends: &Backends) -> anyhow::Result<Option<Arc<dyn StageLogic>>> {
     let config = &ctx.config;
+    let resolve_entities = config.graph.resolve_entities && backends.entities != Some(false);
     Ok(match stage {
         Stage::Intake => None,
         Stage::Planner => {
-            let planner =
-                Planner { graph_bridges: config.graph.link_mentions, resolve_entities: config.graph.resolve_entities };
+            let planner = Planner { graph_bridges: config.graph.link_mentions, resolve_entities };
             match &backends.llm {
                 Some(llm) => {
                     Some(Arc::new(LlmPlanner { llm: llm.clone(), fallback: planner, graph: config.graph.clone() }))
@@ -101,8 +110,7 @@ fn logic_for(stage: Stage, ctx: &NodeContext, backends: &Backends) -> anyhow::Re
             )))
         }
         Stage::Grader => {
-            let grader =
-                Grader { graph_bridges: config.graph.link_mentions, resolve_entities: config.graph.resolve_entities };
+            let grader = Grader { graph_bridges: config.graph.link_mentions, resolve_entities };
             match &backends.llm {
                 Some(llm) => Some(Arc::new(LlmGrader { llm: llm.clone(), fallback: grader })),
                 None => Some(Arc::new(grader)),
@@ -123,7 +131,7 @@ impl Node {
     /// Everything in one process: in-memory bus and store, the embedded index.
     pub async fn embedded(config: Config) -> anyhow::Result<Node> {
         let config = Arc::new(config);
-        let retriever = Arc::new(Retriever::open(&config).await?);
+        let retriever = Arc::new(crate::bootstrap::open_retriever(&config).await?);
         let graph = match &retriever.graph {
             Some(graph) => graph.clone(),
             None => graph::open(&config).await?,
@@ -133,7 +141,8 @@ impl Node {
         let llm = llm_agent(&config)?;
         let ctx = Arc::new(NodeContext { rewriter: llm.clone(), ..NodeContext::in_memory(config, bus, store) });
         let cache = RetrievalCache::from_config(&ctx.config.intake);
-        let backends = Backends { retriever: Some(retriever), graph: Some(graph), llm, cache };
+        let entities = holds_entities(Some(&graph)).await;
+        let backends = Backends { retriever: Some(retriever), graph: Some(graph), llm, cache, entities };
         Node::start(ctx, &ALL_STAGES, backends, Vec::new(), Arc::new(Health::default())).await
     }
 
@@ -160,7 +169,7 @@ impl Node {
             false => None,
         };
         let retriever = if stages.contains(&Stage::Retrieve) {
-            let open = || Retriever::open(&config);
+            let open = || crate::bootstrap::open_retriever(&config);
             Some(Arc::new(startup::open_with_retries(&health, "the index", open).await?))
         } else {
             None
@@ -220,7 +229,8 @@ impl Node {
             }
             services.push(service);
         }
-        let backends = Backends { retriever, graph: graph.clone(), llm, cache };
+        let entities = holds_entities(graph.as_ref()).await;
+        let backends = Backends { retriever, graph: graph.clone(), llm, cache, entities };
         let mut node = Node::start(ctx.clone(), stages, backends, services, health).await?;
         node._graph_owner = graph_owner;
         node.tasks.extend(status_tasks);

@@ -8,7 +8,7 @@ use std::{
     sync::OnceLock,
 };
 
-use sleuth_actors::{config::Config, retrieval::Retriever};
+use sleuth_actors::config::Config;
 
 /// Fills `dest` (created if missing) with a copy of the indexed demo data.
 pub fn seed_data_dir(dest: &Path) {
@@ -26,7 +26,7 @@ fn template() -> &'static Path {
             let runtime = tokio::runtime::Runtime::new().expect("tokio runtime");
             runtime.block_on(async {
                 let config = Config { data_dir: Some(data_dir.clone()), ..Config::default() };
-                let retriever = Retriever::open(&config).await.unwrap_or_else(|e| {
+                let retriever = sleuth_actors::bootstrap::open_retriever(&config).await.unwrap_or_else(|e| {
                     panic!(
                         "cannot index the demo data into {} (is the model pulled? `sleuth models pull`): {e:#}",
                         data_dir.display()

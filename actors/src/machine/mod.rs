@@ -255,17 +255,19 @@ pub fn apply_report(state: &LoopState, report: SufficiencyReport, now_ms: u64) -
         return Err(TransitionError::WrongPhase { phase: state.phase.clone(), wanted: "apply a report" });
     }
     let mut next = state.clone();
-    let (hits, new_cards) = next
+    let (hits, new_cards, reached) = next
         .turns
         .last()
         .map(|t| {
             let hits: usize = t.outcomes.iter().map(|o| o.result.hit_count()).sum();
-            (hits, t.outcomes.iter().map(|o| o.new_cards).sum::<u32>())
+            // A traversal that reached nodes moved the loop on even when its nodes (documents) are not cards.
+            let reached = t.outcomes.iter().any(|o| matches!(&o.result, ActionResult::Graph(g) if g.count > 0));
+            (hits, t.outcomes.iter().map(|o| o.new_cards).sum::<u32>(), reached)
         })
-        .unwrap_or((0, 0));
+        .unwrap_or((0, 0, false));
     next.counters.zero_result_steps = if hits == 0 { next.counters.zero_result_steps + 1 } else { 0 };
     next.counters.no_new_information_rounds =
-        if new_cards == 0 { next.counters.no_new_information_rounds + 1 } else { 0 };
+        if new_cards == 0 && !reached { next.counters.no_new_information_rounds + 1 } else { 0 };
     let sufficient = report.sufficient;
     if let Some(turn) = next.turns.last_mut() {
         turn.report = Some(report);

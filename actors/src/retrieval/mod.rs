@@ -17,7 +17,6 @@ use crate::{
     embed::{self, Embedder},
     graph::{self, GraphStore},
     index::{Chunk, EdgeIndex, FilterSchema, Lane, PayloadFilter, Point, SearchPlan, ServerIndex, VectorIndex},
-    ingest,
 };
 use bm25::Bm25;
 use rerank::{FeatureReranker, KeepFused, Reranker};
@@ -39,8 +38,8 @@ pub struct Retriever {
 }
 
 impl Retriever {
-    /// Opens the configured embedder and index backend. On the embedded backend, the bundled demo corpus is
-    /// ingested when the config allows it and it is missing or was embedded by another model.
+    /// Opens the configured embedder and index backend. It loads nothing: the bundled demo data is
+    /// [`bootstrap`](crate::bootstrap)'s.
     pub async fn open(config: &Config) -> anyhow::Result<Retriever> {
         let embedder = embed::open(config).await?;
         let settings = config.retrieval.clone();
@@ -67,45 +66,7 @@ impl Retriever {
             schema,
             entity_schema,
         };
-        let demo = retriever.settings.demo_corpus && retriever.settings.backend == IndexBackend::Edge;
-        // The demo graph goes first, so the demo corpus is linked to its entities' names.
-        let demo_graph =
-            demo && config.graph.demo_graph && config.database.url.is_none() && retriever.demo_graph_stale().await?;
-        if demo_graph {
-            let store = match &retriever.graph {
-                Some(graph) => graph.clone(),
-                None => graph::open(config).await?,
-            };
-            let summary = ingest::graph::ingest_demo(store.as_ref(), &retriever, &config.graph.relations).await?;
-            tracing::info!(%summary, "loaded the bundled demo graph");
-        }
-        if demo && (demo_graph || retriever.demo_corpus_stale().await?) {
-            let docs = ingest::parse_jsonl("demo corpus", ingest::DEMO_CORPUS)?;
-            let summary = ingest::ingest(&retriever, docs, false).await?;
-            tracing::info!(%summary, "ingested the bundled demo corpus");
-        }
         Ok(retriever)
-    }
-
-    /// True when the entity collection is empty or was embedded by another model.
-    async fn demo_graph_stale(&self) -> anyhow::Result<bool> {
-        let Some(first) = ingest::graph::demo_entities()?.into_iter().next() else { return Ok(false) };
-        Ok(match self.entities.doc_state(&first.id.to_string()).await? {
-            Some(state) => state.embedder != self.embedder_id(),
-            None => self.entities.count().await? == 0,
-        })
-    }
-
-    async fn demo_corpus_stale(&self) -> anyhow::Result<bool> {
-        if self.index.count().await? == 0 {
-            return Ok(true);
-        }
-        let first =
-            ingest::parse_jsonl("demo corpus", ingest::DEMO_CORPUS)?.into_iter().next().context("empty demo corpus")?;
-        Ok(match self.index.doc_state(&first.id).await? {
-            Some(state) => state.embedder != self.embedder_id(),
-            None => false,
-        })
     }
 
     /// The id stored with every chunk: the embedder's, or empty for BM25 only.

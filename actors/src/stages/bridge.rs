@@ -7,34 +7,18 @@ use sleuth_messages::{
     SearchIntent,
 };
 
-use super::intake::is_relation_noun;
+use super::intake::chain;
 use crate::text;
 
-/// Words whose presence in a sentence signals the relation a question asks about, by relation noun stem.
-/// "mother" is rarely written as "mother" in the card of the child: "son of X and Y", "born to".
-const RELATION_TRIGGERS: &[(&str, &[&str])] = &[
-    ("moth", &["son", "daughter", "child", "born", "parent"]),
-    ("fath", &["son", "daughter", "child", "born", "parent"]),
-    ("parent", &["son", "daughter", "child", "born"]),
-    ("son", &["father", "moth", "fath", "child", "children"]),
-    ("daughter", &["father", "moth", "fath", "child", "children"]),
-    ("child", &["father", "moth", "fath", "son", "daughter", "children"]),
-    ("wife", &["marri", "husband", "spouse"]),
-    ("husband", &["marri", "wife", "spouse"]),
-    ("spouse", &["marri", "wife", "husband"]),
-    ("compos", &["music", "score", "compos"]),
-    ("perform", &["song", "singer", "record", "sung", "perform", "single"]),
-    ("direct", &["film", "direct"]),
-    ("produc", &["produc"]),
-    ("writ", &["written", "wrote", "writ"]),
-    ("auth", &["written", "wrote", "novel"]),
-    ("creat", &["creat"]),
-    ("found", &["found"]),
-];
-
-/// True when the question asks about something related to a named entity ("Lothair II's mother").
+/// True when the question asks about something it describes rather than names ("Lothair II's mother", "the
+/// city where X was born"): the described entity is a bridge the loop must find first.
 pub fn needs_bridge(state: &LoopState) -> bool {
-    state.analysis.keywords.iter().any(|k| is_relation_noun(k))
+    chain_links(state) > 0
+}
+
+/// How many bridges the question chains before its answer (see [`chain::links`]).
+pub fn chain_links(state: &LoopState) -> usize {
+    chain::links(&state.analysis.rewritten)
 }
 
 /// The related entities named in one anchor card: a card about one of the question's entities.
@@ -44,7 +28,8 @@ pub struct BridgeGroup {
     pub names: Vec<String>,
 }
 
-/// Stems that mark a sentence as relevant: the question's own non-entity words plus the triggers of its relations.
+/// Stems that mark a sentence as relevant: the question's own words that are not part of a name it uses
+/// ("directed by X" answers "the director of"; no list of relation words is consulted).
 fn relation_stems(state: &LoopState) -> Vec<String> {
     let a = &state.analysis;
     let mut stems: Vec<String> = a
@@ -53,12 +38,6 @@ fn relation_stems(state: &LoopState) -> Vec<String> {
         .filter(|k| !a.entities.iter().any(|e| text::mentions(e, k)))
         .map(|k| text::stem(k).to_string())
         .collect();
-    for keyword in &a.keywords {
-        let stem = text::stem(keyword);
-        if let Some((_, triggers)) = RELATION_TRIGGERS.iter().find(|(r, _)| stem.starts_with(r) || *r == stem) {
-            stems.extend(triggers.iter().map(|t| t.to_string()));
-        }
-    }
     stems.sort();
     stems.dedup();
     stems
@@ -160,11 +139,61 @@ pub fn chain_documents(state: &LoopState) -> Vec<String> {
     docs
 }
 
-/// The document the question names for each of its entities (the card whose title is the entity, else the
-/// best card whose title contains it or is contained in it), at most two, whose links are not expanded yet.
+/// The anchors the chain expands next, at most two, none expanded before. Its first hop starts from the
+/// documents the question names ([`named_anchors`]); each later hop, while the question chains more links than
+/// the loop has followed, from the best document each fetch of the last hop returned.
 pub fn graph_anchors(state: &LoopState) -> Vec<Anchor> {
-    let a = &state.analysis;
     let (expanded, _) = explored(state);
+    let hops = fetch_turns(state);
+    let mut anchors = match hops.last() {
+        None => named_anchors(state),
+        Some(&last) if hops.len() < chain_links(state).min(MAX_HOPS) => best_fetched(state, last),
+        Some(_) => Vec::new(),
+    };
+    anchors.retain(|x| !expanded.contains(&x.doc_id));
+    anchors.truncate(sleuth_messages::MAX_PARALLEL_ACTIONS);
+    anchors
+}
+
+/// Most bridges one chain follows (issue: chains of up to four hops).
+const MAX_HOPS: usize = 3;
+
+/// The indexes of the turns that fetched bridges by id, in order: one per hop followed.
+fn fetch_turns(state: &LoopState) -> Vec<usize> {
+    state
+        .turns
+        .iter()
+        .enumerate()
+        .filter(|(_, t)| {
+            t.step.actions.iter().any(
+                |a| matches!(a, Action::QdrantSearch { search_intent } if !fetched_by_id(search_intent).is_empty()),
+            )
+        })
+        .map(|(i, _)| i)
+        .collect()
+}
+
+/// The best document each fetch of turn `turn` returned: where the chain goes on from.
+fn best_fetched(state: &LoopState, turn: usize) -> Vec<Anchor> {
+    let record = &state.turns[turn];
+    record
+        .outcomes
+        .iter()
+        .filter(|o| {
+            matches!(record.step.actions.get(o.slot as usize), Some(Action::QdrantSearch { search_intent }) if !fetched_by_id(search_intent).is_empty())
+        })
+        .filter_map(|o| match &o.result {
+            ActionResult::Retrieval(r) => r.raw_data.first(),
+            _ => None,
+        })
+        .map(|hit| Anchor { doc_id: hit.doc_id.clone(), title: hit.title.clone() })
+        .collect()
+}
+
+/// The document the question names for each of its entities (the card whose title is the entity, else the
+/// best card whose title contains it or is contained in it), at most two.
+fn named_anchors(state: &LoopState) -> Vec<Anchor> {
+    let a = &state.analysis;
     let mut cards: Vec<_> = state.cards.iter().collect();
     cards.sort_by(|x, y| y.hit.score.total_cmp(&x.hit.score));
     let mut anchors: Vec<Anchor> = Vec::new();
@@ -198,7 +227,6 @@ pub fn graph_anchors(state: &LoopState) -> Vec<Anchor> {
         }
     }
     anchors.truncate(sleuth_messages::MAX_PARALLEL_ACTIONS);
-    anchors.retain(|x| !expanded.contains(&x.doc_id));
     anchors
 }
 
@@ -231,15 +259,28 @@ pub fn expand_action(anchor: &Anchor) -> Action {
     }
 }
 
-/// The documents an expanded anchor mentions, best bridge first, that have not been fetched yet: those named in
-/// the sentences that carry the question's relation ("son of X", "directed by X") first, then by order of
-/// first mention. Documents the question itself names are not bridges.
+/// For each expanded anchor whose links were not followed yet, the documents it links to that the chain has not
+/// fetched and the question does not name. The fetch ranks them against the question: no list of relation words
+/// decides which neighbour is the bridge, the retriever does.
 pub fn graph_bridges(state: &LoopState) -> Vec<(Anchor, Vec<(String, String)>)> {
     let a = &state.analysis;
-    let (_, fetched) = explored(state);
     let groups = bridge_groups(state);
     let mut out = Vec::new();
-    for turn in &state.turns {
+    for (turn_index, turn) in state.turns.iter().enumerate() {
+        let fetched_until = |end: usize| -> Vec<String> {
+            state.turns[..end]
+                .iter()
+                .flat_map(|t| &t.step.actions)
+                .filter_map(|a| match a {
+                    Action::QdrantSearch { search_intent } => Some(fetched_by_id(search_intent)),
+                    _ => None,
+                })
+                .flatten()
+                .collect()
+        };
+        let before = fetched_until(turn_index);
+        let after: Vec<String> =
+            fetched_until(state.turns.len()).into_iter().filter(|id| !before.contains(id)).collect();
         for outcome in &turn.outcomes {
             let (Some(Action::PgGraph { graph_intent }), ActionResult::Graph(result)) =
                 (turn.step.actions.get(outcome.slot as usize), &outcome.result)
@@ -247,36 +288,38 @@ pub fn graph_bridges(state: &LoopState) -> Vec<(Anchor, Vec<(String, String)>)> 
                 continue;
             };
             let anchor_id = &graph_intent.start.id;
-            let Some(card) = state.cards.iter().find(|c| &c.hit.doc_id == anchor_id) else { continue };
-            let names: &[String] =
-                groups.iter().find(|g| g.anchor == card.hit.title).map_or(&[], |g| g.names.as_slice());
+            let title = state
+                .cards
+                .iter()
+                .find(|c| &c.hit.doc_id == anchor_id)
+                .map_or_else(|| anchor_id.clone(), |c| c.hit.title.clone());
             let nodes = result.meta.get("nodes").and_then(|v| v.as_array()).cloned().unwrap_or_default();
-            if nodes.iter().any(|n| n["id"].as_str().is_some_and(|id| fetched.iter().any(|f| f == id))) {
-                continue; // this anchor's bridges were already followed
-            }
-            let mut scored: Vec<(f64, String, String)> = Vec::new();
-            for (order, node) in nodes.iter().enumerate() {
-                let (Some(id), Some(title)) = (node["id"].as_str(), node["name"].as_str()) else { continue };
-                let named_by_question = a.entities.iter().any(|e| text::mentions(title, e) || text::mentions(e, title));
+            let mut bridges: Vec<(String, String)> = Vec::new();
+            for node in &nodes {
+                let (Some(id), Some(name)) = (node["id"].as_str(), node["name"].as_str()) else { continue };
+                let named_by_question = a.entities.iter().any(|e| text::mentions(name, e) || text::mentions(e, name));
                 // Bridges already among the cards are fetched again all the same: the fetch is what marks them as
                 // the chain's next link for the grader and the synthesizer.
-                if named_by_question || fetched.iter().any(|f| f == id) {
+                if id == anchor_id || named_by_question || before.iter().any(|f| f == id) {
                     continue;
                 }
-                let surface = crate::graph::mentions::surface_forms(title).pop().unwrap_or_default();
-                let relation_rank =
-                    names.iter().position(|n| text::mentions(n, &surface) || text::mentions(&surface, n));
-                let score = match relation_rank {
-                    Some(rank) => 100.0 - rank as f64,
-                    None => 1.0 / (1.0 + order as f64),
-                };
-                scored.push((score, id.to_string(), title.to_string()));
+                bridges.push((id.to_string(), name.to_string()));
             }
-            scored.sort_by(|x, y| y.0.total_cmp(&x.0));
-            let best: Vec<(String, String)> =
-                scored.into_iter().take(BRIDGES_PER_ANCHOR).map(|(_, id, t)| (id, t)).collect();
-            if !best.is_empty() {
-                out.push((Anchor { doc_id: anchor_id.clone(), title: card.hit.title.clone() }, best));
+            if bridges.iter().any(|(id, _)| after.contains(id)) {
+                continue; // this anchor's links were already followed
+            }
+            // The documents named in the anchor's sentences that use the question's words ("directed by X" for
+            // "the director of"), when there are any, else every linked document.
+            let names: &[String] = groups.iter().find(|g| g.anchor == title).map_or(&[], |g| g.names.as_slice());
+            let in_relation = |name: &str| {
+                let surface = crate::graph::mentions::surface_forms(name).pop().unwrap_or_default();
+                names.iter().any(|n| text::mentions(n, &surface) || text::mentions(&surface, n))
+            };
+            if bridges.iter().any(|(_, name)| in_relation(name)) {
+                bridges.retain(|(_, name)| in_relation(name));
+            }
+            if !bridges.is_empty() {
+                out.push((Anchor { doc_id: anchor_id.clone(), title }, bridges));
             }
         }
     }
@@ -286,17 +329,13 @@ pub fn graph_bridges(state: &LoopState) -> Vec<(Anchor, Vec<(String, String)>)> 
 /// The search that fetches an anchor's bridge documents, ranked against the question.
 pub fn fetch_action(state: &LoopState, anchor: &Anchor, bridges: &[(String, String)]) -> Action {
     let mut intent = SearchIntent::documents(
-        format!(
-            "follow {} from {}",
-            bridges.iter().map(|(_, t)| t.as_str()).collect::<Vec<_>>().join(" / "),
-            anchor.title
-        ),
+        format!("follow the best of the {} documents linked from {}", bridges.len(), anchor.title),
         state.analysis.rewritten.clone(),
     );
     intent
         .filters
         .insert("doc_id".into(), bridges.iter().map(|(id, _)| serde_json::Value::from(id.as_str())).collect());
-    intent.limit = Some(bridges.len() as u32 * 2);
+    intent.limit = Some(BRIDGES_PER_ANCHOR as u32);
     Action::QdrantSearch { search_intent: intent }
 }
 
@@ -329,25 +368,15 @@ mod tests {
     }
 
     #[test]
-    fn bridges_follow_the_relation_word() {
-        let cases: &[(&str, (&str, &str), &str)] = &[
+    fn bridges_are_named_in_the_sentences_that_use_the_question_words() {
+        let cases: &[(&str, (&str, &str), &str)] = &[(
+            "Where was the director of film The Private Life Of Cinema born?",
             (
-                "When did Lothair II's mother die?",
-                (
-                    "Lothair II",
-                    "Lothair II was king of Lotharingia. He was the son of Emperor Lothair I and Ermengarde of Tours.",
-                ),
-                "Ermengarde of Tours",
+                "The Private Life of Cinema",
+                "The Private Life of Cinema is a 2011 documentary by Quebec film director and producer Denys Desjardins.",
             ),
-            (
-                "Where was the director of film The Private Life Of Cinema born?",
-                (
-                    "The Private Life of Cinema",
-                    "The Private Life of Cinema is a 2011 documentary by Quebec film director and producer Denys Desjardins.",
-                ),
-                "Denys Desjardins",
-            ),
-        ];
+            "Denys Desjardins",
+        )];
         for (question, card, expected) in cases {
             let state = state_with(question, &[*card]);
             assert!(needs_bridge(&state), "{question}");

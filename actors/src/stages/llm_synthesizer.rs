@@ -58,7 +58,10 @@ impl StageLogic for LlmSynthesizer {
         let mut response = synthesize(state);
         let mut usage = Usage::default();
         let mut fell_back = false;
-        if !state.cards.is_empty() && reason != TerminationReason::Clarification {
+        // The deterministic twin abstains when the evidence never mentions what the question asks about: the model
+        // is not asked to write an answer from it.
+        let abstained = response.warnings.iter().any(|w| w == super::synthesizer::NO_EVIDENCE);
+        if !abstained && reason != TerminationReason::Clarification {
             let cites_a_card = |d: &DraftAnswer| -> Result<(), String> {
                 let known = cited_numbers(&d.answer).into_iter().any(|n| state.cards.iter().any(|c| c.n == n));
                 if known {

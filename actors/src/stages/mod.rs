@@ -2,6 +2,7 @@
 //! item, compute the next state. The runtime (`runtime/handler.rs`) does everything else: loading, CAS, publishing.
 
 pub mod bridge;
+pub mod coverage;
 pub mod entity_answer;
 #[cfg(test)]
 pub mod fixtures;
@@ -13,6 +14,7 @@ pub mod llm_grader;
 pub mod llm_planner;
 pub mod llm_synthesizer;
 pub mod planner;
+pub mod ranking;
 pub mod resolve;
 pub mod retrieve;
 pub mod synthesizer;

@@ -55,8 +55,64 @@ impl Planner {
             .then(|| resolve::entity_step(state))
             .flatten()
             .or_else(|| self.graph_bridges.then(|| graph_step(state)).flatten())
+            .and_then(|step| without_repeats(state, step))
             .unwrap_or_else(|| next_step(state))
     }
+}
+
+/// `action` with its rationale blanked: two actions are the same lookup whatever reason they give.
+fn lookup(action: &Action) -> Action {
+    let mut action = action.clone();
+    match &mut action {
+        Action::QdrantSearch { search_intent } => search_intent.rationale.clear(),
+        Action::PgGraph { graph_intent } => graph_intent.rationale.clear(),
+        _ => {}
+    }
+    action
+}
+
+/// The lookups of earlier turns that found nothing, and every lookup made so far.
+fn lookups(state: &LoopState) -> (Vec<Action>, Vec<Action>) {
+    let (mut empty, mut all) = (Vec::new(), Vec::new());
+    for turn in &state.turns {
+        for (slot, action) in turn.step.actions.iter().enumerate() {
+            let found = turn.outcomes.iter().find(|o| o.slot as usize == slot).map(|o| o.result.hit_count());
+            if found == Some(0) {
+                empty.push(lookup(action));
+            }
+            all.push(lookup(action));
+        }
+    }
+    (empty, all)
+}
+
+/// `step` without the lookups that already found nothing (seed 001 shifts weight after an empty result, seed 002
+/// reformulates): a lookup in the entity collection that found nothing becomes the same query over the
+/// documents, unless that was searched too; any other repeat is dropped. `None` when nothing is left, so the
+/// document lane plans instead.
+pub fn without_repeats(state: &LoopState, step: NextStep) -> Option<NextStep> {
+    let (empty, all) = lookups(state);
+    let mut actions: Vec<Action> = Vec::new();
+    let mut rationale = vec![step.rationale];
+    for action in step.actions {
+        if !empty.contains(&lookup(&action)) {
+            actions.push(action);
+            continue;
+        }
+        let Action::QdrantSearch { search_intent } = &action else { continue };
+        let Some(query) = search_intent.query.clone() else { continue };
+        let why = format!(
+            "the {} collection had nothing for {query}: search the documents instead",
+            search_intent.entity_type.as_str()
+        );
+        let fallback = search(why.clone(), query);
+        if all.contains(&lookup(&fallback)) || actions.iter().any(|a| lookup(a) == lookup(&fallback)) {
+            continue;
+        }
+        rationale.push(why);
+        actions.push(fallback);
+    }
+    (!actions.is_empty()).then(|| NextStep { rationale: rationale.join("; "), actions })
 }
 
 /// The steps intake's analysis decides: clarify on the clarify route, `database_stats` for a meta-question.
@@ -291,4 +347,45 @@ pub fn next_step(state: &LoopState) -> NextStep {
     queries.truncate(sleuth_messages::MAX_PARALLEL_ACTIONS);
     let rationale = queries.iter().map(|(_, r)| r.as_str()).collect::<Vec<_>>().join("; ");
     NextStep { rationale, actions: queries.into_iter().map(|(q, r)| search(r, q)).collect() }
+}
+
+#[cfg(test)]
+mod tests {
+    use sleuth_messages::{ActionOutcome, ActionResult, EntityType, RetrievalResult, TurnRecord};
+
+    use super::*;
+    use crate::stages::fixtures;
+
+    fn entity_search(query: &str) -> Action {
+        let mut intent = SearchIntent::documents("resolve the name", query);
+        intent.entity_type = EntityType::Character;
+        Action::QdrantSearch { search_intent: intent }
+    }
+
+    #[test]
+    fn a_lookup_that_found_nothing_is_not_repeated_but_moved_to_the_documents() {
+        let mut state = fixtures::state_for("In what film did Roddy Maude-Roxby play a character?");
+        let empty = ActionResult::Retrieval(RetrievalResult {
+            summary: String::new(),
+            raw_data: Vec::new(),
+            count: 0,
+            from_cache: false,
+        });
+        state.turns.push(TurnRecord {
+            turn: 1,
+            step: NextStep { rationale: "resolve".into(), actions: vec![entity_search("Roddy Maude-Roxby")] },
+            outcomes: vec![ActionOutcome { slot: 0, result: empty, new_cards: 0, elapsed_ms: 1 }],
+            report: None,
+        });
+        let again = NextStep { rationale: "resolve again".into(), actions: vec![entity_search("Roddy Maude-Roxby")] };
+        let step = without_repeats(&state, again.clone()).expect("a reformulated step");
+        assert_eq!(step.actions.len(), 1);
+        assert_eq!(step.actions[0].describe(), "qdrant_search document \"Roddy Maude-Roxby\"", "{step:?}");
+
+        // Once the documents were searched for it too, nothing of the step is left.
+        state.turns[0].step.actions.push(search("fallback", "Roddy Maude-Roxby"));
+        let nothing = state.turns[0].outcomes[0].result.clone();
+        state.turns[0].outcomes.push(ActionOutcome { slot: 1, result: nothing, new_cards: 0, elapsed_ms: 1 });
+        assert_eq!(without_repeats(&state, again), None);
+    }
 }

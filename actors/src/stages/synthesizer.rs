@@ -13,6 +13,9 @@ use sleuth_messages::{
 use super::{StageLogic, entity_answer::EntityAnswer};
 use crate::{machine, retrieval::entities, telemetry, text};
 
+/// The warning an answer carries when the corpus has nothing that answers the question.
+pub const NO_EVIDENCE: &str = "NO_EVIDENCE";
+
 /// Most sentences an extractive answer quotes.
 const MAX_SENTENCES: usize = 3;
 
@@ -85,7 +88,7 @@ pub fn synthesize(state: &LoopState) -> AgentResponse {
     }
     if state.cards.is_empty() {
         let answer = format!("I could not find anything in the corpus that answers \"{}\".", a.normalized);
-        return response(answer, Vec::new(), evidence, 0.1, reason, vec!["NO_EVIDENCE".into()]);
+        return response(answer, Vec::new(), evidence, 0.1, reason, vec![NO_EVIDENCE.into()]);
     }
 
     if a.meta_question
@@ -97,11 +100,24 @@ pub fn synthesize(state: &LoopState) -> AgentResponse {
         return entity_response(state, found, evidence, reason);
     }
 
+    // Only the head of the final ranking is quoted: the answer rests on the best evidence, and what it cites is
+    // what the request reports as its best passages.
+    let window: Vec<&Card> = super::ranking::ranking(state).into_iter().take(super::ranking::ANSWER_WINDOW).collect();
+    let uncovered = super::coverage::uncovered(state, &window);
+    if !uncovered.is_empty() {
+        evidence.insert("uncovered".into(), uncovered.clone().into());
+        let answer = format!(
+            "I could not find anything in the corpus that answers \"{}\": the evidence never mentions {}.",
+            a.normalized,
+            uncovered.join(", ")
+        );
+        return response(answer, Vec::new(), evidence, 0.1, reason, vec![NO_EVIDENCE.into()]);
+    }
     let stems: Vec<&str> = a.keywords.iter().map(|k| text::stem(k)).collect();
     // The best sentence of each card, then the best cards.
-    let mut best: Vec<(f32, &Card, &str)> = state
-        .cards
+    let mut best: Vec<(f32, &Card, &str)> = window
         .iter()
+        .copied()
         .filter_map(|card| {
             // On equal scores the earlier sentence wins: lead sentences tend to define their subject.
             text::sentences(&card.hit.text)
@@ -124,9 +140,9 @@ pub fn synthesize(state: &LoopState) -> AgentResponse {
         if best.iter().any(|(_, card, _)| card.hit.doc_id == doc_id) {
             continue;
         }
-        let quoted = state
-            .cards
+        let quoted = window
             .iter()
+            .copied()
             .filter(|c| c.hit.doc_id == doc_id)
             .flat_map(|card| {
                 text::sentences(&card.hit.text)
@@ -138,7 +154,7 @@ pub fn synthesize(state: &LoopState) -> AgentResponse {
         best.extend(quoted);
     }
     if best.is_empty() {
-        let card = &state.cards[0];
+        let card = window.first().copied().unwrap_or(&state.cards[0]);
         let first = text::sentences(&card.hit.text).first().copied().unwrap_or(card.hit.text.as_str());
         best.push((0.0, card, first));
     }

@@ -3,6 +3,7 @@
 //! Everything here is deterministic, so a routing decision can be replayed and explained from its
 //! `ComplexityScore`.
 
+pub mod chain;
 mod classify;
 mod complexity;
 mod literals;
@@ -23,43 +24,6 @@ use crate::{
     telemetry::{self, Scope, TraceHeaders, context, scope},
     text,
 };
-
-/// Relation nouns that make a question multi-hop: "X's mother", "the director of X".
-pub const RELATION_NOUNS: &[&str] = &[
-    "mother",
-    "father",
-    "parent",
-    "son",
-    "daughter",
-    "wife",
-    "husband",
-    "spouse",
-    "brother",
-    "sister",
-    "child",
-    "director",
-    "composer",
-    "author",
-    "creator",
-    "founder",
-    "producer",
-    "performer",
-    "writer",
-    "grandfather",
-    "grandmother",
-    "uncle",
-    "aunt",
-    "successor",
-    "predecessor",
-    "studio",
-    "captain",
-    "mentor",
-];
-
-/// True for a relation noun, singular or plural ("director", "directors").
-pub fn is_relation_noun(word: &str) -> bool {
-    RELATION_NOUNS.contains(&word) || word.strip_suffix('s').is_some_and(|w| RELATION_NOUNS.contains(&w))
-}
 
 /// Validates a request and returns its normalised query.
 pub fn validate(request: &AskRequest, max_bytes: usize) -> Result<String, ErrorResponse> {
@@ -151,12 +115,14 @@ fn understand(
         complexity::raise(&mut score, complexity::AMBIGUOUS_FLOOR, "ambiguous", why);
         route = Route::Clarify;
         clarifying_questions = clarify(&question, why);
-    } else if route == Route::Fast && keywords.iter().any(|k| is_relation_noun(k)) {
+    } else if route != Route::Agent && chain::links(&question) > 0 {
         // "Where was the director of film X born?" needs X, then the document X names as its director: a
-        // second pass at least (search, expand X's links, fetch the bridge).
+        // second pass at least (search, expand X's links, fetch the bridge). A chain of two links or more
+        // needs more turns than the enhanced route's.
+        let links = chain::links(&question);
         score.overrides.push("multi_hop_relation".into());
-        score.reason = format!("{}; asks for a relation of a named entity: multi-hop, at least enhanced", score.reason);
-        route = Route::Enhanced;
+        score.reason = format!("{}; chains {links} description(s) of named entities: multi-hop", score.reason);
+        route = if links > 1 { Route::Agent } else { Route::Enhanced };
     } else if route == Route::Fast && !literal_terms.is_empty() {
         // Literals must be found verbatim, and only the grader checks that they were (seed 003).
         score.overrides.push("literal_constraints".into());
