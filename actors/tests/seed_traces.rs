@@ -102,11 +102,20 @@ async fn how_is_luffy_related_to_nami() {
     assert!(nodes.iter().all(|n| answer.source_entities.contains(n)), "every node of the path is a source entity");
     assert_eq!(answer.result_entities, vec![luffy, nami]);
     let path_card = paths[0]["card"].as_u64().unwrap() as u32;
+    let path_citation = answer
+        .citations
+        .iter()
+        .find(|c| c.card == path_card && c.hit_id.starts_with("path:"))
+        .unwrap_or_else(|| panic!("the path card is not cited: {:?}", answer.citations));
     assert!(
-        answer.citations.iter().any(|c| c.n == path_card && c.hit_id.starts_with("path:")),
-        "{:?}",
-        answer.citations
+        answer.answer.contains("Nami") && answer.answer.contains(&format!("[{}]", path_citation.n)),
+        "{}",
+        answer.answer
     );
-    assert!(answer.answer.contains("Nami") && answer.answer.contains(&format!("[{path_card}]")), "{}", answer.answer);
+    // Citations read in order: [1], [2], … by first appearance, whatever the cards' numbers.
+    let numbers: Vec<u32> = answer.citations.iter().map(|c| c.n).collect();
+    assert_eq!(numbers, (1..=numbers.len() as u32).collect::<Vec<_>>());
+    let first = |n: u32| answer.answer.find(&format!("[{n}]")).expect("every citation is in the answer");
+    assert!(numbers.windows(2).all(|w| first(w[0]) < first(w[1])), "{}", answer.answer);
     node.shutdown().await;
 }

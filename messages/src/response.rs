@@ -58,13 +58,17 @@ impl TerminationReason {
     }
 }
 
-/// `[n]` in the answer refers to the card numbered `n` in the loop state; it is checked, never trusted.
+/// `[n]` in the answer is the `n`-th source it cites, numbered by first appearance; `card` is the number of the
+/// loop state's card it names. Both are checked, never trusted.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Citation {
     pub n: u32,
     pub hit_id: String,
     pub doc_id: String,
     pub title: String,
+    /// The card's number in the loop state (0 in answers written before citations were renumbered).
+    #[serde(default)]
+    pub card: u32,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -1,6 +1,6 @@
 //! Synthesizer: writes the answer with `[n]` citations. Deterministic mode is extractive: the sentences of the
-//! retrieved cards that best match the question, each cited by its card number, so no citation can name a card
-//! that was never retrieved.
+//! retrieved cards that best match the question, each cited by its card, so no citation can name a card that was
+//! never retrieved. Citations are then numbered by first appearance, [1], [2], …, each keeping its card's number.
 
 use std::sync::LazyLock;
 
@@ -219,6 +219,26 @@ pub fn cited_numbers(answer: &str) -> Vec<u32> {
     seen
 }
 
+/// Renumbers an answer's card citations `[7] … [1] … [7]` as `[1] … [2] … [1]`, and orders `cited` the same way
+/// (cards the answer never cites go last). A bracketed number that names no cited card, such as a footnote mark in
+/// quoted text, is dropped so it cannot pass for a citation.
+fn in_reading_order<'a>(answer: &str, cited: &[&'a Card]) -> (String, Vec<&'a Card>) {
+    let mut order: Vec<&Card> =
+        cited_numbers(answer).iter().filter_map(|n| cited.iter().find(|c| c.n == *n).copied()).collect();
+    for card in cited {
+        if !order.iter().any(|c| c.n == card.n) {
+            order.push(card);
+        }
+    }
+    let renumbered = CITATION.replace_all(answer, |c: &regex::Captures| {
+        match c[1].parse::<u32>().ok().and_then(|n| order.iter().position(|card| card.n == n)) {
+            Some(i) => format!("[{}]", i + 1),
+            None => String::new(),
+        }
+    });
+    (renumbered.split_whitespace().collect::<Vec<_>>().join(" "), order)
+}
+
 /// The response for an answer whose `[n]` name `cited`: citations checked, confidence from the last report.
 pub(crate) fn cited_response(
     state: &LoopState,
@@ -229,13 +249,16 @@ pub(crate) fn cited_response(
 ) -> AgentResponse {
     let (answer, removed) = verify_citations(answer, &state.cards);
     debug_assert_eq!(removed, 0, "deterministic citations always name retrieved cards");
+    let (answer, cited) = in_reading_order(&answer, cited);
     let citations = cited
         .iter()
-        .map(|c| Citation {
-            n: c.n,
+        .enumerate()
+        .map(|(i, c)| Citation {
+            n: i as u32 + 1,
             hit_id: c.hit.id.clone(),
             doc_id: c.hit.doc_id.clone(),
             title: c.hit.title.clone(),
+            card: c.n,
         })
         .collect();
     let source_entities: Vec<EntityRef> =
@@ -290,6 +313,14 @@ mod tests {
                 metadata: JsonMap::new(),
             },
         }
+    }
+
+    #[test]
+    fn citations_are_numbered_by_first_appearance_and_keep_their_card() {
+        let cards = [card(1), card(4), card(7)];
+        let (answer, order) = in_reading_order("A [7]. B [1] and [4]. C [7].", &[&cards[0], &cards[1], &cards[2]]);
+        assert_eq!(answer, "A [1]. B [2] and [3]. C [1].");
+        assert_eq!(order.iter().map(|c| c.n).collect::<Vec<_>>(), vec![7, 1, 4]);
     }
 
     #[test]
