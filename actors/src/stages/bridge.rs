@@ -53,10 +53,15 @@ pub fn bridge_groups(state: &LoopState) -> Vec<BridgeGroup> {
     anchors.truncate(if a.entities.is_empty() { 1 } else { 4 });
     let mut groups: Vec<BridgeGroup> = Vec::new();
     for card in anchors {
-        if groups.iter().any(|g| g.anchor == card.hit.title) {
-            continue;
-        }
-        let mut names = Vec::new();
+        // A document cut into chunks is one anchor: the names of all its retrieved chunks count.
+        let group = match groups.iter().position(|g| g.anchor == card.hit.title) {
+            Some(i) => i,
+            None => {
+                groups.push(BridgeGroup { anchor: card.hit.title.clone(), names: Vec::new() });
+                groups.len() - 1
+            }
+        };
+        let names = &mut groups[group].names;
         for sentence in text::sentences(&card.hit.text) {
             let words: Vec<&str> = sentence.split_whitespace().collect();
             let is_trigger = |w: &str| {
@@ -77,7 +82,6 @@ pub fn bridge_groups(state: &LoopState) -> Vec<BridgeGroup> {
                 }
             }
         }
-        groups.push(BridgeGroup { anchor: card.hit.title.clone(), names });
     }
     groups
 }
@@ -384,5 +388,20 @@ mod tests {
             let likeliest: Vec<&str> = groups[0].names.iter().take(2).map(String::as_str).collect();
             assert!(likeliest.contains(expected), "{question}: {groups:?}");
         }
+    }
+
+    #[test]
+    fn every_retrieved_chunk_of_an_anchor_names_bridges() {
+        // The better-scored chunk is not the one that names the composer.
+        let state = state_with(
+            "Where was the composer of film Billy Elliot born?",
+            &[
+                ("Billy Elliot", "The story of the film was adapted for the West End stage in 2005."),
+                ("Billy Elliot", "It was written by Lee Hall, with music composed by Stephen Warbeck."),
+            ],
+        );
+        let groups = bridge_groups(&state);
+        assert_eq!(groups.len(), 1, "one anchor per document: {groups:?}");
+        assert!(groups[0].names.iter().any(|n| n == "Stephen Warbeck"), "{groups:?}");
     }
 }
