@@ -6,9 +6,13 @@ use sleuth_messages::{Card, LoopState};
 
 use crate::text;
 
-/// Share of an entity's words one card must contain for the entity to count as covered: "The Private Life Of
-/// Cinema" is covered by "The Private Life of Cinema (2011)", a misspelt or abbreviated word is tolerated.
+/// Share of a long entity's words one card must contain for the entity to count as covered: in "Edward Stanley,
+/// 3rd Earl of Derby" a misspelt or abbreviated word is tolerated.
 const ENTITY_WORDS: f32 = 0.66;
+
+/// Entities of at most this many content words must be covered whole: two of "Natural Born Killers" are not
+/// the film, and "The Private Life Of Cinema" is still covered by "The Private Life of Cinema (2011)".
+const SHORT_ENTITY: usize = 3;
 
 /// Share of the question's other key terms the evidence must contain when the question names no entity.
 const KEY_TERMS: f32 = 0.5;
@@ -17,23 +21,28 @@ fn card_words(card: &Card) -> Vec<String> {
     text::tokens(&format!("{} {}", card.hit.title, card.hit.text)).iter().map(|t| text::stem(t).to_string()).collect()
 }
 
-/// What the question asks about that no card in `cards` mentions: its uncovered entities, or, when it names none,
-/// its key terms if fewer than half of them appear. Empty when the evidence covers the question.
+/// What the question asks about that no card in `cards` mentions: its uncovered entities and quoted terms, or,
+/// when it names none, its key terms if fewer than half of them appear. Empty when the evidence covers the question.
 pub fn uncovered(state: &LoopState, cards: &[&Card]) -> Vec<String> {
     let a = &state.analysis;
     let words: Vec<Vec<String>> = cards.iter().map(|c| card_words(c)).collect();
     let covered_in = |card: &[String], terms: &[String]| {
         let found = terms.iter().filter(|t| card.contains(t)).count();
-        found as f32 >= (terms.len() as f32 * ENTITY_WORDS).ceil()
+        let needed = if terms.len() <= SHORT_ENTITY { terms.len() as f32 } else { terms.len() as f32 * ENTITY_WORDS };
+        found as f32 >= needed.ceil()
     };
     let mut missing: Vec<String> = Vec::new();
-    for entity in &a.entities {
+    // What the question names: its entities, and its quoted or literal terms ("Natural Born Killers").
+    let literals =
+        a.literal_terms.iter().filter(|l| !a.entities.iter().any(|e| text::mentions(e, l) || text::mentions(l, e)));
+    let named: Vec<&String> = a.entities.iter().chain(literals).collect();
+    for entity in named.iter().copied() {
         let terms: Vec<String> = text::content_words(entity).iter().map(|t| text::stem(t).to_string()).collect();
         if !terms.is_empty() && !words.iter().any(|card| covered_in(card, &terms)) {
             missing.push(entity.clone());
         }
     }
-    if !a.entities.is_empty() || !missing.is_empty() {
+    if !named.is_empty() || !missing.is_empty() {
         return missing;
     }
     let keys: Vec<String> = a.keywords.iter().map(|k| text::stem(k).to_string()).collect();
@@ -71,6 +80,11 @@ mod tests {
         let film = card("The Private Life of Cinema", "A 2011 documentary by Denys Desjardins.");
         let state = fixtures::state_for("Where was the director of film The Private Life Of Cinema born?");
         assert!(uncovered(&state, &[&film]).is_empty(), "{:?}", state.analysis.entities);
+
+        // Two of a short name's three words are another thing.
+        let other = card("Tenor", "He was born in 1965 and sang with a natural ease.");
+        let state = fixtures::state_for("The soundtrack from the film \"Natural Born Killers\" was produced by whom?");
+        assert_eq!(uncovered(&state, &[&other]), ["Natural Born Killers"], "{:?}", state.analysis.entities);
     }
 
     #[test]
