@@ -4,7 +4,7 @@
 
 use sleuth_messages::{
     Action, ActionResult, EntityRef, EntityType, GraphIntent, GraphLimits, GraphQueryType, JsonMap, LoopState,
-    SearchIntent,
+    SearchIntent, TurnRecord,
 };
 
 use super::intake::chain;
@@ -109,6 +109,19 @@ fn fetched_by_id(intent: &SearchIntent) -> Vec<String> {
         .unwrap_or_default()
 }
 
+/// The documents `action` fetches by id: none unless it is a search restricted to `doc_id`s.
+fn fetches(action: &Action) -> Vec<String> {
+    match action {
+        Action::QdrantSearch { search_intent } => fetched_by_id(search_intent),
+        _ => Vec::new(),
+    }
+}
+
+/// The documents fetched by id in `turns`.
+fn fetched_in(turns: &[TurnRecord]) -> Vec<String> {
+    turns.iter().flat_map(|t| &t.step.actions).flat_map(fetches).collect()
+}
+
 /// Documents whose mention links were already expanded, and documents already fetched by id.
 fn explored(state: &LoopState) -> (Vec<String>, Vec<String>) {
     let (mut expanded, mut fetched) = (Vec::new(), Vec::new());
@@ -168,11 +181,7 @@ fn fetch_turns(state: &LoopState) -> Vec<usize> {
         .turns
         .iter()
         .enumerate()
-        .filter(|(_, t)| {
-            t.step.actions.iter().any(
-                |a| matches!(a, Action::QdrantSearch { search_intent } if !fetched_by_id(search_intent).is_empty()),
-            )
-        })
+        .filter(|(_, t)| t.step.actions.iter().any(|a| !fetches(a).is_empty()))
         .map(|(i, _)| i)
         .collect()
 }
@@ -183,9 +192,7 @@ fn best_fetched(state: &LoopState, turn: usize) -> Vec<Anchor> {
     record
         .outcomes
         .iter()
-        .filter(|o| {
-            matches!(record.step.actions.get(o.slot as usize), Some(Action::QdrantSearch { search_intent }) if !fetched_by_id(search_intent).is_empty())
-        })
+        .filter(|o| record.step.actions.get(o.slot as usize).is_some_and(|a| !fetches(a).is_empty()))
         .filter_map(|o| match &o.result {
             ActionResult::Retrieval(r) => r.raw_data.first(),
             _ => None,
@@ -269,22 +276,11 @@ pub fn expand_action(anchor: &Anchor) -> Action {
 pub fn graph_bridges(state: &LoopState) -> Vec<(Anchor, Vec<(String, String)>)> {
     let a = &state.analysis;
     let groups = bridge_groups(state);
+    let (_, fetched) = explored(state);
     let mut out = Vec::new();
     for (turn_index, turn) in state.turns.iter().enumerate() {
-        let fetched_until = |end: usize| -> Vec<String> {
-            state.turns[..end]
-                .iter()
-                .flat_map(|t| &t.step.actions)
-                .filter_map(|a| match a {
-                    Action::QdrantSearch { search_intent } => Some(fetched_by_id(search_intent)),
-                    _ => None,
-                })
-                .flatten()
-                .collect()
-        };
-        let before = fetched_until(turn_index);
-        let after: Vec<String> =
-            fetched_until(state.turns.len()).into_iter().filter(|id| !before.contains(id)).collect();
+        let before = fetched_in(&state.turns[..turn_index]);
+        let after: Vec<&String> = fetched.iter().filter(|id| !before.contains(id)).collect();
         for outcome in &turn.outcomes {
             let (Some(Action::PgGraph { graph_intent }), ActionResult::Graph(result)) =
                 (turn.step.actions.get(outcome.slot as usize), &outcome.result)
@@ -309,7 +305,7 @@ pub fn graph_bridges(state: &LoopState) -> Vec<(Anchor, Vec<(String, String)>)> 
                 }
                 bridges.push((id.to_string(), name.to_string()));
             }
-            if bridges.iter().any(|(id, _)| after.contains(id)) {
+            if bridges.iter().any(|(id, _)| after.contains(&id)) {
                 continue; // this anchor's links were already followed
             }
             // The documents named in the anchor's sentences that use the question's words ("directed by X" for

@@ -108,6 +108,7 @@ fn understand(
     let meta_question = complexity::is_meta_question(&question);
     let mut clarifying_questions = Vec::new();
     let names_something = !entities.is_empty() || !literal_terms.is_empty();
+    let links = chain::links(&question);
     if meta_question {
         complexity::raise(&mut score, complexity::META_FLOOR, "database_meta", "a question about the database itself");
         route = Route::Agent;
@@ -115,11 +116,10 @@ fn understand(
         complexity::raise(&mut score, complexity::AMBIGUOUS_FLOOR, "ambiguous", why);
         route = Route::Clarify;
         clarifying_questions = clarify(&question, why);
-    } else if route != Route::Agent && chain::links(&question) > 0 {
+    } else if route != Route::Agent && links > 0 {
         // "Where was the director of film X born?" needs X, then the document X names as its director: a
         // second pass at least (search, expand X's links, fetch the bridge). A chain of two links or more
         // needs more turns than the enhanced route's.
-        let links = chain::links(&question);
         score.overrides.push("multi_hop_relation".into());
         score.reason = format!("{}; chains {links} description(s) of named entities: multi-hop", score.reason);
         route = if links > 1 { Route::Agent } else { Route::Enhanced };
