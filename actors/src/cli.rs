@@ -299,16 +299,19 @@ async fn command(command: Command, config: Config) -> anyhow::Result<ExitCode> {
                 Some(graph) => graph.clone(),
                 None => graph::open(&config).await?,
             };
-            let summary = ingest::graph::ingest(
-                store.as_ref(),
-                Some(&retriever),
-                &entities,
-                &edges,
-                &config.graph.relations,
-                true,
-            )
-            .await?;
+            let summary =
+                ingest::graph::ingest(store.as_ref(), Some(&retriever), &entities, &edges, &config.graph, true).await?;
             println!("{summary}; graph in {}, names in the entity collection", store.backend());
+            let stats = store.stats().await?;
+            let types = crate::entity_types::EntityTypes::new(stats.entities_by_type.keys());
+            match client::announce_entity_types(&config, &types).await {
+                Ok(true) => eprintln!("entity types {types} announced to the deployment's stages"),
+                Ok(false) => {}
+                Err(e) => eprintln!(
+                    "warning: cannot announce the entity types ({e:#}); stages that do not open the graph know \
+                     only graph.entity_types"
+                ),
+            }
             announce(&config).await;
             Ok(ExitCode::SUCCESS)
         }
@@ -342,7 +345,7 @@ async fn command(command: Command, config: Config) -> anyhow::Result<ExitCode> {
         Command::Search { text, entity_type, limit, json } => {
             let entity_type = match &entity_type {
                 Some(t) => Some(sleuth_messages::EntityType::parse(t).with_context(|| {
-                    format!("unknown --type {t:?}: expected anime, manga, character, episode or document")
+                    format!("invalid --type {t:?}: expected document or one of the graph's entity types")
                 })?),
                 None => None,
             };

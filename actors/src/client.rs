@@ -40,6 +40,16 @@ pub async fn announce_ingestion(config: &Config) -> anyhow::Result<Option<u64>> 
     Ok(Some(IndexGeneration::on_nats(&js, &config.subjects(), config.nats.replicas).await?.bump().await?))
 }
 
+/// Tells every process of the deployment the entity types an ingested graph holds, so the stages that do not open
+/// the graph know them. `false` when no NATS is configured.
+pub async fn announce_entity_types(config: &Config, types: &crate::entity_types::EntityTypes) -> anyhow::Result<bool> {
+    let Some(url) = &config.nats.url else { return Ok(false) };
+    let client = crate::bus::nats::connect(url, "sleuth ingest").await?;
+    let js = async_nats::jetstream::new(client);
+    crate::store::GraphTypes::on_nats(&js, &config.subjects(), config.nats.replicas).await?.add(types).await?;
+    Ok(true)
+}
+
 /// Creates (or finds) everything a deployment needs on NATS: the work and events streams, every stage's durable
 /// consumer and the watchdog's, and the KV buckets. Idempotent. Run it as a user allowed to create them (the
 /// admin user of `deploy/nats/accounts.conf`); stage users may then only use them.

@@ -92,7 +92,8 @@ pub async fn search(store: Arc<dyn GraphStore>, req: SearchRequest) -> Result<Ve
         ));
     }
     let limit = req.limit.unwrap_or(10).clamp(1, 100);
-    let found = store.search(text, req.entity_type.map(EntityType::as_str), limit).await.map_err(backend_error)?;
+    let found =
+        store.search(text, req.entity_type.as_ref().map(EntityType::as_str), limit).await.map_err(backend_error)?;
     Ok(found.iter().filter_map(record).collect())
 }
 

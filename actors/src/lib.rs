@@ -12,6 +12,7 @@ pub mod client;
 pub mod config;
 pub mod embed;
 pub mod endpoint;
+pub mod entity_types;
 pub mod eval;
 pub mod graph;
 pub mod index;

@@ -6,7 +6,7 @@ use std::{sync::Arc, time::Duration};
 use anyhow::Context;
 use futures::StreamExt;
 use ractor::{Actor, ActorRef};
-use sleuth_messages::{AskReply, AskRequest, EntityType, ErrorKind, ErrorResponse, Event, EventBody, Outcome, Stage};
+use sleuth_messages::{AskReply, AskRequest, ErrorKind, ErrorResponse, Event, EventBody, Outcome, Stage};
 use tokio::task::JoinHandle;
 
 use crate::{
@@ -17,6 +17,7 @@ use crate::{
     },
     config::Config,
     endpoint,
+    entity_types::{EntityTypes, KnownTypes},
     graph::{self, GraphStore},
     llm::{LlmAgent, LlmClient},
     retrieval::{Retriever, cache::RetrievalCache},
@@ -30,7 +31,9 @@ use crate::{
         StageLogic, grader::Grader, graph::GraphStage, intake, llm_grader::LlmGrader, llm_planner::LlmPlanner,
         llm_synthesizer::LlmSynthesizer, planner::Planner, retrieve::Retrieve, synthesizer::Synthesizer,
     },
-    store::{Conversations, IndexGeneration, StateStore, bucket::KvBucket, memory::MemoryStore, nats_kv::KvStore},
+    store::{
+        Conversations, GraphTypes, IndexGeneration, StateStore, bucket::KvBucket, memory::MemoryStore, nats_kv::KvStore,
+    },
     telemetry::{TraceHeaders, context, http::Health, metrics},
 };
 
@@ -66,15 +69,24 @@ struct Backends {
     llm: Option<LlmAgent>,
     /// The retrieve stage's cache, shared by its workers; `None` when `intake.cache_entries` is 0.
     cache: Option<Arc<RetrievalCache>>,
-    /// Whether the graph holds entities besides documents; `None` when this process cannot tell.
-    entities: Option<bool>,
 }
 
-/// Whether `graph` holds entities besides documents. Without any, the planner's entity lane is skipped: there is
-/// nothing to resolve a name to, and a corpus of documents is searched as documents.
-async fn holds_entities(graph: Option<&Arc<dyn GraphStore>>) -> Option<bool> {
-    let stats = graph?.stats().await.ok()?;
-    Some(stats.entities_by_type.iter().any(|(t, n)| t != EntityType::Document.as_str() && *n > 0))
+/// The entity types this process knows: those declared in `graph.entity_types`, and those `graph` holds when
+/// this process opened it. Without any, the entity lane is skipped: there is nothing to resolve a name to, and
+/// a corpus of documents is searched as documents.
+async fn entity_types(config: &Config, graph: Option<&Arc<dyn GraphStore>>) -> EntityTypes {
+    let declared = EntityTypes::new(&config.graph.entity_types);
+    let Some(graph) = graph else { return declared };
+    match graph.stats().await {
+        Ok(stats) => {
+            let found = stats.entities_by_type.iter().filter(|(_, n)| **n > 0).map(|(t, _)| t);
+            declared.union(&EntityTypes::new(found))
+        }
+        Err(e) => {
+            tracing::warn!(error = %e, "cannot read the graph's entity types; only the declared ones are known");
+            declared
+        }
+    }
 }
 
 /// The configured LLM, shared by this process's agents (one client, so one circuit breaker).
@@ -88,11 +100,12 @@ fn llm_agent(config: &Config) -> anyhow::Result<Option<LlmAgent>> {
 
 fn logic_for(stage: Stage, ctx: &NodeContext, backends: &Backends) -> anyhow::Result<Option<Arc<dyn StageLogic>>> {
     let config = &ctx.config;
-    let resolve_entities = config.graph.resolve_entities && backends.entities != Some(false);
+    let types = ctx.entity_types.clone();
+    let resolve_entities = config.graph.resolve_entities;
     Ok(match stage {
         Stage::Intake => None,
         Stage::Planner => {
-            let planner = Planner { graph_bridges: config.graph.link_mentions, resolve_entities };
+            let planner = Planner { graph_bridges: config.graph.link_mentions, resolve_entities, types: types.clone() };
             match &backends.llm {
                 Some(llm) => {
                     Some(Arc::new(LlmPlanner { llm: llm.clone(), fallback: planner, graph: config.graph.clone() }))
@@ -110,15 +123,15 @@ fn logic_for(stage: Stage, ctx: &NodeContext, backends: &Backends) -> anyhow::Re
             )))
         }
         Stage::Grader => {
-            let grader = Grader { graph_bridges: config.graph.link_mentions, resolve_entities };
+            let grader = Grader { graph_bridges: config.graph.link_mentions, resolve_entities, types: types.clone() };
             match &backends.llm {
                 Some(llm) => Some(Arc::new(LlmGrader { llm: llm.clone(), fallback: grader })),
                 None => Some(Arc::new(grader)),
             }
         }
         Stage::Synthesizer => match &backends.llm {
-            Some(llm) => Some(Arc::new(LlmSynthesizer { llm: llm.clone() })),
-            None => Some(Arc::new(Synthesizer)),
+            Some(llm) => Some(Arc::new(LlmSynthesizer { llm: llm.clone(), types })),
+            None => Some(Arc::new(Synthesizer { types })),
         },
         Stage::Graph => {
             let store = backends.graph.as_ref().context("the graph stage needs a graph store")?.clone();
@@ -139,10 +152,11 @@ impl Node {
         let bus: Arc<dyn Bus> = MemoryBus::new(config.nats.max_deliver.max(1) as u32);
         let store: Arc<dyn StateStore> = Arc::new(MemoryStore::default());
         let llm = llm_agent(&config)?;
-        let ctx = Arc::new(NodeContext { rewriter: llm.clone(), ..NodeContext::in_memory(config, bus, store) });
+        let entity_types = KnownTypes::new(entity_types(&config, Some(&graph)).await);
+        let ctx =
+            Arc::new(NodeContext { rewriter: llm.clone(), entity_types, ..NodeContext::in_memory(config, bus, store) });
         let cache = RetrievalCache::from_config(&ctx.config.intake);
-        let entities = holds_entities(Some(&graph)).await;
-        let backends = Backends { retriever: Some(retriever), graph: Some(graph), llm, cache, entities };
+        let backends = Backends { retriever: Some(retriever), graph: Some(graph), llm, cache };
         Node::start(ctx, &ALL_STAGES, backends, Vec::new(), Arc::new(Health::default())).await
     }
 
@@ -192,6 +206,27 @@ impl Node {
         let agents =
             stages.iter().any(|s| matches!(s, Stage::Intake | Stage::Planner | Stage::Grader | Stage::Synthesizer));
         let llm = if agents { llm_agent(&config)? } else { None };
+        // The graph's types: found in the graph where this process opens it and announced to the deployment;
+        // elsewhere learnt from the announcements, now and whenever a graph process or an ingestion adds some.
+        let opened = graph.as_ref().or(retriever.as_ref().and_then(|r| r.graph.as_ref()));
+        let entity_types = KnownTypes::new(entity_types(&config, opened).await);
+        let shared = GraphTypes::on_nats(js, &subjects, config.nats.replicas).await?;
+        if opened.is_some()
+            && let Err(e) = shared.add(&entity_types.get()).await
+        {
+            tracing::warn!(error = %e, "cannot announce the graph's entity types to the other stages");
+        }
+        let follows_types = if agents {
+            match shared.current().await {
+                Ok(announced) => {
+                    entity_types.add(&announced);
+                }
+                Err(e) => tracing::warn!(error = %e, "cannot read the graph's entity types; following them"),
+            }
+            Some(tokio::spawn(shared.follow(entity_types.clone())))
+        } else {
+            None
+        };
         let ctx = Arc::new(NodeContext {
             conversations: Arc::new(Conversations::new(Arc::new(conversations), config.intake.conversation_turns)),
             generation: Arc::new(IndexGeneration::on_nats(js, &subjects, config.nats.replicas).await?),
@@ -203,6 +238,7 @@ impl Node {
             stats: Arc::new(Stats::default()),
             cancels: Arc::new(Cancellations::default()),
             drain: Default::default(),
+            entity_types,
         });
         let cache =
             if stages.contains(&Stage::Retrieve) { RetrievalCache::from_config(&ctx.config.intake) } else { None };
@@ -229,11 +265,11 @@ impl Node {
             }
             services.push(service);
         }
-        let entities = holds_entities(graph.as_ref()).await;
-        let backends = Backends { retriever, graph: graph.clone(), llm, cache, entities };
+        let backends = Backends { retriever, graph: graph.clone(), llm, cache };
         let mut node = Node::start(ctx.clone(), stages, backends, services, health).await?;
         node._graph_owner = graph_owner;
         node.tasks.extend(status_tasks);
+        node.tasks.extend(follows_types);
         if let Some(ask) = ask {
             node.tasks.push(tokio::spawn(endpoint::serve_ask(ctx, ask)));
         }

@@ -1,12 +1,14 @@
 //! Mention links and multi-hop bridging, embedded (SQLite graph, qdrant-edge, BM25 only so no model is needed):
 //! ingestion records which documents name which, and the deterministic planner follows them from the document
-//! the question names to the one it needs next.
+//! the question names to the one it needs next. Also the entity lane on a graph of the user's own types, and
+//! its absence on a corpus of documents.
 
 use sleuth_actors::{
     config::{Config, EmbedderKind},
-    graph::{Direction, Expand, document_node, mentions::MENTIONS},
+    graph::{self, Direction, Expand, document_node, mentions::MENTIONS},
     ingest::{self, Document},
     node::Node,
+    retrieval::Retriever,
 };
 use sleuth_messages::{Action, AskRequest, JsonMap, Outcome};
 
@@ -236,5 +238,62 @@ async fn the_fast_route_abstains_when_the_evidence_never_mentions_what_is_asked(
     let state = ask(&node, "What is One Piece?").await;
     let Some(Outcome::Answer(answer)) = &state.outcome else { panic!("no answer: {:?}", state.outcome) };
     assert!(!answer.citations.is_empty(), "an answerable question is still answered: {answer:?}");
+    node.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_graph_of_its_own_types_answers_entity_questions_about_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut config = Config { data_dir: Some(dir.path().to_path_buf()), ..Config::default() };
+    config.retrieval.demo_corpus = false;
+    config.embedder.kind = EmbedderKind::None;
+    config.graph.relations = vec!["born_in".into(), "worked_with".into(), "mentions".into()];
+    let entities = dir.path().join("entities.jsonl");
+    let edges = dir.path().join("edges.jsonl");
+    std::fs::write(
+        &entities,
+        [
+            r#"{"id":"ada","type":"person","name":"Ada Lovelace","aliases":["Ada"]}"#,
+            r#"{"id":"babbage","type":"person","name":"Charles Babbage"}"#,
+            r#"{"id":"london","type":"city","name":"London"}"#,
+            r#"{"id":"teignmouth","type":"city","name":"Teignmouth"}"#,
+        ]
+        .join("\n"),
+    )
+    .unwrap();
+    std::fs::write(
+        &edges,
+        [
+            r#"{"src":"ada","dst":"london","relation":"born_in"}"#,
+            r#"{"src":"babbage","dst":"london","relation":"born_in"}"#,
+            r#"{"src":"ada","dst":"babbage","relation":"worked_with"}"#,
+        ]
+        .join("\n"),
+    )
+    .unwrap();
+    {
+        // Loaded the way `sleuth ingest graph` loads it, before the node starts.
+        let retriever = Retriever::open(&config).await.unwrap();
+        let store = match &retriever.graph {
+            Some(graph) => graph.clone(),
+            None => graph::open(&config).await.unwrap(),
+        };
+        ingest::graph::ingest(store.as_ref(), Some(&retriever), &entities, &edges, &config.graph, false).await.unwrap();
+    }
+    let node = Node::embedded(config).await.unwrap();
+    let types = node.ctx.entity_types.get().to_string();
+    assert_eq!(types, "[city, person]", "the types come from the graph that was ingested");
+
+    let state = ask(&node, "Which city was Ada Lovelace born in?").await;
+    let lookups = steps(&state);
+    assert_eq!(lookups[0], "qdrant_search person \"Ada Lovelace\"", "not a city, so a person: {lookups:?}");
+    assert!(lookups.iter().any(|l| l.starts_with("pg_graph Neighbors")), "{lookups:?}");
+    let Some(Outcome::Answer(answer)) = &state.outcome else { panic!("no answer: {:?}", state.outcome) };
+    assert!(answer.answer.contains("London"), "{}", answer.answer);
+    assert!(!answer.answer.contains("Teignmouth"), "{}", answer.answer);
+
+    // The demo's types mean nothing here: "anime" is an ordinary word.
+    let state = ask(&node, "Which anime is Ada Lovelace in?").await;
+    assert!(steps(&state).iter().all(|l| !l.starts_with("pg_graph")), "{:?}", steps(&state));
     node.shutdown().await;
 }

@@ -25,7 +25,7 @@ async fn ask(node: &Node, question: &str, conversation: Option<&str>) -> (AgentR
 }
 
 fn anime(key: &str) -> EntityRef {
-    EntityRef { entity_type: EntityType::Anime, id: entity_id(key).to_string() }
+    EntityRef { entity_type: EntityType::parse("anime").unwrap(), id: entity_id(key).to_string() }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -34,13 +34,16 @@ async fn which_anime_is_luffy_in() {
     let dir = tempfile::tempdir().unwrap();
     let node = node(dir.path()).await;
     let (answer, state) = ask(&node, "Which anime is Luffy in?").await;
-    let luffy = entity(EntityType::Character, "character:monkey-d-luffy");
-    let one_piece = entity(EntityType::Anime, "anime:one-piece");
+    let luffy = entity(EntityType::parse("character").unwrap(), "character:monkey-d-luffy");
+    let one_piece = entity(EntityType::parse("anime").unwrap(), "anime:one-piece");
 
-    // Turn 1: resolve Luffy to a character (the documents are searched alongside).
+    // Turn 1: resolve Luffy in the entity collection, as anything but an anime (the documents are searched
+    // alongside).
     assert!(
         actions(&state, 0).iter().any(|a| matches!(a, Action::QdrantSearch { search_intent: s }
-            if s.entity_type == EntityType::Character && s.query.as_deref() == Some("Luffy"))),
+            if !s.entity_type.is_document() && s.query.as_deref() == Some("Luffy")
+                && s.filters.get("entity_type").and_then(|t| t.as_array())
+                    .is_some_and(|t| t.contains(&"character".into()) && !t.contains(&"anime".into())))),
         "{:?}",
         actions(&state, 0)
     );
@@ -51,7 +54,7 @@ async fn which_anime_is_luffy_in() {
     assert_eq!((graph_intent.query_type, &graph_intent.start), (GraphQueryType::Neighbors, &luffy));
     // Turn 3: the anime rows by id (seed 000 §8 step 4).
     let Action::QdrantSearch { search_intent } = &actions(&state, 2)[0] else { panic!("turn 3 is not a fetch") };
-    assert_eq!(search_intent.entity_type, EntityType::Anime);
+    assert_eq!(search_intent.entity_type, EntityType::parse("anime").unwrap());
     assert!(
         search_intent.filters["id"].as_array().unwrap().iter().any(|v| v.as_str() == Some(one_piece.id.as_str())),
         "{search_intent:?}"
@@ -73,14 +76,15 @@ async fn how_is_luffy_related_to_nami() {
     let dir = tempfile::tempdir().unwrap();
     let node = node(dir.path()).await;
     let (answer, state) = ask(&node, "How is Luffy related to Nami?").await;
-    let luffy = entity(EntityType::Character, "character:monkey-d-luffy");
-    let nami = entity(EntityType::Character, "character:nami");
+    let luffy = entity(EntityType::parse("character").unwrap(), "character:monkey-d-luffy");
+    let nami = entity(EntityType::parse("character").unwrap(), "character:nami");
 
-    // Turn 1: two lookups in parallel; turn 2: the path between the two UUIDs.
+    // Turn 1: two lookups in the entity collection, in parallel (any type: neither name says its type); turn
+    // 2: the path between the two UUIDs.
     let queries: Vec<_> = actions(&state, 0)
         .iter()
         .filter_map(|a| match a {
-            Action::QdrantSearch { search_intent } if search_intent.entity_type == EntityType::Character => {
+            Action::QdrantSearch { search_intent } if !search_intent.entity_type.is_document() => {
                 search_intent.query.clone()
             }
             _ => None,

@@ -1,38 +1,89 @@
 //! What the planner asks the executors to do: [`SearchIntent`] for the vector index, [`GraphIntent`] for the graph (seed 000 §2).
 
-use schemars::JsonSchema;
+use std::{borrow::Cow, fmt};
+
+use schemars::{
+    JsonSchema,
+    r#gen::SchemaGenerator,
+    schema::{InstanceType, Metadata, Schema, SchemaObject, StringValidation},
+};
 use serde::{Deserialize, Serialize};
 
 use crate::JsonMap;
 
-/// The collection an intent targets. Documents are passages; the others are the entity graph's node types.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "snake_case")]
-pub enum EntityType {
-    Document,
-    Anime,
-    Manga,
-    Character,
-    Episode,
-}
+/// The collection an intent targets: `document` for passages, else one of the entity graph's node types as the
+/// ingested graph names them ("anime", "city", "person"). Open, so a deployment's graph brings its own types; a
+/// lowercase identifier (`[a-z][a-z0-9_]*`, at most [`EntityType::MAX_LEN`] bytes), checked when decoded. On the
+/// wire it is the bare string.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(try_from = "String", into = "String")]
+pub struct EntityType(Cow<'static, str>);
 
 impl EntityType {
-    pub const ALL: [EntityType; 5] =
-        [EntityType::Document, EntityType::Anime, EntityType::Manga, EntityType::Character, EntityType::Episode];
+    /// Passages of the document collection.
+    pub const DOCUMENT: EntityType = EntityType(Cow::Borrowed("document"));
+    /// Longest type name accepted, in bytes.
+    pub const MAX_LEN: usize = 32;
 
-    /// The type named `name` (its `as_str` form), if any.
+    /// The type named `name`, if `name` is a lowercase identifier.
     pub fn parse(name: &str) -> Option<EntityType> {
-        EntityType::ALL.into_iter().find(|t| t.as_str() == name)
+        let mut chars = name.chars();
+        let valid = name.len() <= Self::MAX_LEN
+            && chars.next().is_some_and(|c| c.is_ascii_lowercase())
+            && chars.all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_');
+        valid.then(|| EntityType(Cow::Owned(name.to_string())))
     }
 
-    pub fn as_str(self) -> &'static str {
-        match self {
-            EntityType::Document => "document",
-            EntityType::Anime => "anime",
-            EntityType::Manga => "manga",
-            EntityType::Character => "character",
-            EntityType::Episode => "episode",
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+
+    pub fn is_document(&self) -> bool {
+        *self == EntityType::DOCUMENT
+    }
+}
+
+impl fmt::Display for EntityType {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl TryFrom<String> for EntityType {
+    type Error = String;
+
+    fn try_from(name: String) -> Result<EntityType, String> {
+        EntityType::parse(&name)
+            .ok_or_else(|| format!("invalid entity type {name:?}: expected a lowercase identifier of at most 32 bytes"))
+    }
+}
+
+impl From<EntityType> for String {
+    fn from(t: EntityType) -> String {
+        t.0.into_owned()
+    }
+}
+
+impl JsonSchema for EntityType {
+    fn schema_name() -> String {
+        "EntityType".into()
+    }
+
+    fn json_schema(_: &mut SchemaGenerator) -> Schema {
+        SchemaObject {
+            metadata: Some(Box::new(Metadata {
+                description: Some("\"document\", or one of the entity graph's types".into()),
+                ..Default::default()
+            })),
+            instance_type: Some(InstanceType::String.into()),
+            string: Some(Box::new(StringValidation {
+                max_length: Some(Self::MAX_LEN as u32),
+                pattern: Some("^[a-z][a-z0-9_]*$".into()),
+                ..Default::default()
+            })),
+            ..Default::default()
         }
+        .into()
     }
 }
 
@@ -67,7 +118,7 @@ impl SearchIntent {
     pub fn documents(rationale: impl Into<String>, query: impl Into<String>) -> SearchIntent {
         SearchIntent {
             rationale: rationale.into(),
-            entity_type: EntityType::Document,
+            entity_type: EntityType::DOCUMENT,
             query: Some(query.into()),
             image_query: None,
             filters: JsonMap::new(),

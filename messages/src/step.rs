@@ -54,11 +54,16 @@ impl Action {
     /// A one-line description for the CLI and events, e.g. `qdrant_search "Luffy"`.
     pub fn describe(&self) -> String {
         match self {
-            Action::QdrantSearch { search_intent } => format!(
-                "qdrant_search {} {:?}",
-                search_intent.entity_type.as_str(),
-                search_intent.query.as_deref().unwrap_or("<by id>")
-            ),
+            Action::QdrantSearch { search_intent: i } => {
+                // An entity search over several types names them all: "character|episode|manga".
+                let types = match i.filters.get("entity_type").and_then(|t| t.as_array()) {
+                    Some(types) if !i.entity_type.is_document() => {
+                        types.iter().filter_map(|t| t.as_str()).collect::<Vec<_>>().join("|")
+                    }
+                    _ => i.entity_type.to_string(),
+                };
+                format!("qdrant_search {types} {:?}", i.query.as_deref().unwrap_or("<by id>"))
+            }
             Action::PgGraph { graph_intent } => {
                 format!("pg_graph {:?} from {}", graph_intent.query_type, graph_intent.start.id)
             }

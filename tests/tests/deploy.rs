@@ -75,6 +75,9 @@ async fn every_stage_runs_as_its_own_nats_user_and_the_question_is_answered() {
     let stdout = String::from_utf8_lossy(&ask.stdout);
     assert!(ask.status.success(), "ask as client: {stdout}\n{}", String::from_utf8_lossy(&ask.stderr));
     assert!(stdout.contains("One Piece") && stdout.contains("Citations:"), "{stdout}");
+    // The intake and planner users learnt the graph's entity types from the graph and retrieve users'
+    // announcement (a KV watch each may make), so the question took the entity lane.
+    assert!(stdout.contains("pg_graph Neighbors"), "the entity lane was not taken: {stdout}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -62,8 +62,8 @@ fn intent(
     GraphIntent {
         rationale: "test".into(),
         query_type: kind,
-        start: EntityRef { entity_type: EntityType::Character, id: node(start).to_string() },
-        end: Some(EntityRef { entity_type: EntityType::Character, id: node(end).to_string() }),
+        start: EntityRef { entity_type: EntityType::parse("character").unwrap(), id: node(start).to_string() },
+        end: Some(EntityRef { entity_type: EntityType::parse("character").unwrap(), id: node(end).to_string() }),
         max_hops: hops,
         edge_types: relations.iter().map(|r| r.to_string()).collect(),
         filters,
@@ -240,16 +240,16 @@ async fn ingest_graph_is_all_or_nothing_and_idempotent() {
         ),
     )
     .unwrap();
-    let relations = GraphConfig::default().relations;
+    let graph_config = GraphConfig::default();
     std::fs::write(&edges, "{\"src\":\"luffy\",\"dst\":\"one-piece\",\"relation\":\"appears_in\"}\n{\"src\":\"nami\",\"dst\":\"zoro\",\"relation\":\"co_appears\"}\n").unwrap();
-    let err = ingest::graph::ingest(&pg, None, &entities, &edges, &relations, false).await.unwrap_err().to_string();
+    let err = ingest::graph::ingest(&pg, None, &entities, &edges, &graph_config, false).await.unwrap_err().to_string();
     assert!(err.contains("edges.jsonl:2") && err.contains("dangling"), "{err}");
     assert!(pg.stats().await.unwrap().entities_by_type.is_empty(), "nothing is written when a line is bad");
 
     std::fs::write(&edges, "{\"src\":\"luffy\",\"dst\":\"one-piece\",\"relation\":\"appears_in\"}\n{\"src\":\"nami\",\"dst\":\"one-piece\",\"relation\":\"appears_in\"}\n").unwrap();
-    let first = ingest::graph::ingest(&pg, None, &entities, &edges, &relations, false).await.unwrap();
+    let first = ingest::graph::ingest(&pg, None, &entities, &edges, &graph_config, false).await.unwrap();
     assert_eq!((first.entities, first.unchanged, first.edges), (3, 0, 2));
-    let again = ingest::graph::ingest(&pg, None, &entities, &edges, &relations, false).await.unwrap();
+    let again = ingest::graph::ingest(&pg, None, &entities, &edges, &graph_config, false).await.unwrap();
     assert_eq!((again.entities, again.unchanged, again.edges), (3, 3, 2));
     let stats = pg.stats().await.unwrap();
     assert_eq!(stats.edges_by_relation.get("appears_in"), Some(&2));

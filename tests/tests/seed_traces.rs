@@ -61,9 +61,9 @@ async fn seed_traces_over_nats_with_the_graph_on_postgres() {
     assert!(printed.contains("postgres"), "the graph went to Postgres: {printed}");
 
     let _processes = start_all_separately(&deployment);
-    let luffy = entity(EntityType::Character, "character:monkey-d-luffy");
-    let nami = entity(EntityType::Character, "character:nami");
-    let one_piece = entity(EntityType::Anime, "anime:one-piece");
+    let luffy = entity(EntityType::parse("character").unwrap(), "character:monkey-d-luffy");
+    let nami = entity(EntityType::parse("character").unwrap(), "character:nami");
+    let one_piece = entity(EntityType::parse("anime").unwrap(), "anime:one-piece");
 
     let (answer, state) = ask(&deployment, "Which anime is Luffy in?").await;
     let graph_steps: Vec<_> = state

@@ -135,6 +135,11 @@ pub struct GraphConfig {
     pub demo_graph: bool,
     /// Let the deterministic planner resolve the entities a question names and traverse the graph between them.
     pub resolve_entities: bool,
+    /// The graph's entity types ("city", "person"), lowercase identifiers, known to every stage from the start.
+    /// The types found in the graph are added to them: the processes that open it (and `sleuth ingest graph`)
+    /// announce them in the `sleuth_meta` KV bucket, which the other processes follow. When not empty,
+    /// `sleuth ingest graph` refuses entities of other types.
+    pub entity_types: Vec<String>,
 }
 
 impl Default for GraphConfig {
@@ -163,6 +168,7 @@ impl Default for GraphConfig {
             min_mention_chars: 4,
             demo_graph: true,
             resolve_entities: true,
+            entity_types: Vec::new(),
         }
     }
 }
@@ -505,6 +511,14 @@ impl Config {
         }
         if r.dense_threshold.is_some_and(|t| !(-1.0..=1.0).contains(&t)) {
             return bad("retrieval.dense_threshold", "must be a cosine similarity between -1 and 1");
+        }
+        for name in &self.graph.entity_types {
+            if sleuth_messages::EntityType::parse(name).is_none_or(|t| t.is_document()) {
+                return bad(
+                    "graph.entity_types",
+                    "each must be a lowercase identifier ([a-z][a-z0-9_]*, at most 32 bytes) other than document",
+                );
+            }
         }
         for name in r.filter_fields.keys() {
             if name.is_empty()

@@ -48,7 +48,7 @@ impl Entity {
         attributes.insert("doc_id".into(), doc_id.into());
         Entity {
             id: document_node(doc_id),
-            entity_type: EntityType::Document.as_str().into(),
+            entity_type: EntityType::DOCUMENT.as_str().into(),
             name: title.into(),
             aliases: Vec::new(),
             popularity: 0.0,

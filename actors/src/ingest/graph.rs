@@ -11,6 +11,7 @@ use sleuth_messages::{EntityType, JsonMap};
 use uuid::Uuid;
 
 use crate::{
+    config::GraphConfig,
     graph::{Edge, Entity, GraphStore, GraphWrite},
     retrieval::Retriever,
 };
@@ -89,6 +90,7 @@ pub fn parse(
     edges_source: &str,
     edges_text: &str,
     relations: &[String],
+    types: &[String],
 ) -> anyhow::Result<Parsed> {
     let mut entities = Vec::new();
     let mut keys: HashMap<Uuid, String> = HashMap::new();
@@ -99,9 +101,14 @@ pub fn parse(
         let at = format!("{entities_source}:{}", i + 1);
         let e: EntityLine = serde_json::from_str(line).with_context(|| format!("{at}: not a valid entity"))?;
         let entity_type = EntityType::parse(&e.r#type).with_context(|| {
-            let known: Vec<&str> = EntityType::ALL.iter().map(|t| t.as_str()).collect();
-            format!("{at}: unknown entity type {:?} (known: {})", e.r#type, known.join(", "))
+            format!(
+                "{at}: entity type {:?} is not a lowercase identifier ([a-z][a-z0-9_]*, at most 32 bytes)",
+                e.r#type
+            )
         })?;
+        if !types.is_empty() && !entity_type.is_document() && !types.iter().any(|t| t == entity_type.as_str()) {
+            bail!("{at}: entity type {:?} is not in graph.entity_types ({})", e.r#type, types.join(", "));
+        }
         if e.name.trim().is_empty() {
             bail!("{at}: entity {:?} has an empty name", e.id);
         }
@@ -152,7 +159,7 @@ pub const DEMO_EDGES: &str = include_str!("../../data/demo_graph/edges.jsonl");
 
 /// The demo graph's entities, parsed.
 pub fn demo_entities() -> anyhow::Result<Vec<Entity>> {
-    Ok(parse("demo entities", DEMO_ENTITIES, "demo edges", "", &[])?.entities)
+    Ok(parse("demo entities", DEMO_ENTITIES, "demo edges", "", &[], &[])?.entities)
 }
 
 /// Loads the bundled demo graph into `store` and the entity collection of `retriever`.
@@ -162,7 +169,7 @@ pub async fn ingest_demo(
     relations: &[String],
 ) -> anyhow::Result<GraphSummary> {
     let sources = Sources { entities: ("demo entities", DEMO_ENTITIES), edges: ("demo edges", DEMO_EDGES) };
-    ingest_text(store, Some(retriever), sources, relations, false).await
+    ingest_text(store, Some(retriever), sources, (relations, &[]), false).await
 }
 
 /// Ingests both files into `store`, then indexes the entities' names in `retriever`'s entity collection: the
@@ -172,14 +179,14 @@ pub async fn ingest(
     retriever: Option<&Retriever>,
     entities_path: &std::path::Path,
     edges_path: &std::path::Path,
-    relations: &[String],
+    config: &GraphConfig,
     progress: bool,
 ) -> anyhow::Result<GraphSummary> {
     let read = |p: &std::path::Path| std::fs::read_to_string(p).with_context(|| format!("cannot read {}", p.display()));
     let (entities_name, edges_name) = (entities_path.display().to_string(), edges_path.display().to_string());
     let (entities_text, edges_text) = (read(entities_path)?, read(edges_path)?);
     let sources = Sources { entities: (&entities_name, &entities_text), edges: (&edges_name, &edges_text) };
-    ingest_text(store, retriever, sources, relations, progress).await
+    ingest_text(store, retriever, sources, (&config.relations, &config.entity_types), progress).await
 }
 
 /// Two JSONL texts and the names their errors cite.
@@ -192,7 +199,7 @@ async fn ingest_text(
     store: &dyn GraphStore,
     retriever: Option<&Retriever>,
     sources: Sources<'_>,
-    relations: &[String],
+    (relations, types): (&[String], &[String]),
     progress: bool,
 ) -> anyhow::Result<GraphSummary> {
     let bar = if progress { ProgressBar::new_spinner() } else { ProgressBar::hidden() };
@@ -203,7 +210,7 @@ async fn ingest_text(
     bar.enable_steady_tick(std::time::Duration::from_millis(120));
     bar.set_message("checking entities and edges");
     let Parsed { entities, edges, unresolved } =
-        parse(sources.entities.0, sources.entities.1, sources.edges.0, sources.edges.1, relations)?;
+        parse(sources.entities.0, sources.entities.1, sources.edges.0, sources.edges.1, relations, types)?;
     // Endpoints not defined in this file must already be in the graph.
     if !unresolved.is_empty() {
         let ids: Vec<Uuid> = unresolved.iter().map(|(id, _)| *id).collect::<HashSet<_>>().into_iter().collect();
@@ -239,13 +246,19 @@ mod tests {
     #[test]
     fn bad_lines_are_named() {
         let ents =
-            "{\"id\":\"a\",\"type\":\"anime\",\"name\":\"A\"}\n{\"id\":\"b\",\"type\":\"robot\",\"name\":\"B\"}\n";
-        let err = parse("e.jsonl", ents, "r.jsonl", "", &relations()).unwrap_err().to_string();
-        assert!(err.contains("e.jsonl:2") && err.contains("robot"), "{err}");
+            "{\"id\":\"a\",\"type\":\"anime\",\"name\":\"A\"}\n{\"id\":\"b\",\"type\":\"Robot!\",\"name\":\"B\"}\n";
+        let err = parse("e.jsonl", ents, "r.jsonl", "", &relations(), &[]).unwrap_err().to_string();
+        assert!(err.contains("e.jsonl:2") && err.contains("Robot!"), "{err}");
+        // Any identifier is a type, unless graph.entity_types limits them.
+        let ents =
+            "{\"id\":\"a\",\"type\":\"city\",\"name\":\"A\"}\n{\"id\":\"b\",\"type\":\"robot\",\"name\":\"B\"}\n";
+        assert_eq!(parse("e.jsonl", ents, "r.jsonl", "", &relations(), &[]).unwrap().entities.len(), 2);
+        let err = parse("e.jsonl", ents, "r.jsonl", "", &relations(), &["city".into()]).unwrap_err().to_string();
+        assert!(err.contains("e.jsonl:2") && err.contains("graph.entity_types (city)"), "{err}");
 
         let ents = "{\"id\":\"a\",\"type\":\"anime\",\"name\":\"A\"}\n";
         let edges = "{\"src\":\"a\",\"dst\":\"a\",\"relation\":\"appears_in\"}\n{\"src\":\"a\",\"dst\":\"a\",\"relation\":\"hates\"}\n";
-        let err = parse("e.jsonl", ents, "r.jsonl", edges, &relations()).unwrap_err().to_string();
+        let err = parse("e.jsonl", ents, "r.jsonl", edges, &relations(), &[]).unwrap_err().to_string();
         assert!(err.contains("r.jsonl:2") && err.contains("hates"), "{err}");
     }
 
@@ -253,7 +266,7 @@ mod tests {
     fn endpoints_outside_the_file_are_left_to_check_against_the_graph() {
         let ents = "{\"id\":\"a\",\"type\":\"anime\",\"name\":\"A\"}\n";
         let edges = "{\"src\":\"a\",\"dst\":\"zz\",\"relation\":\"appears_in\"}\n";
-        let Parsed { edges, unresolved, .. } = parse("e", ents, "r", edges, &relations()).unwrap();
+        let Parsed { edges, unresolved, .. } = parse("e", ents, "r", edges, &relations(), &[]).unwrap();
         assert_eq!(edges.len(), 1);
         assert_eq!(unresolved.len(), 1);
         assert!(unresolved[0].1.contains("r:1"), "{unresolved:?}");

@@ -238,7 +238,7 @@ fn shift_weights(mut weights: RetrieverWeights, actions: &[Action], outcomes: &[
             continue;
         }
         weights = match actions.get(outcome.slot as usize) {
-            Some(Action::QdrantSearch { search_intent }) if search_intent.entity_type == EntityType::Document => {
+            Some(Action::QdrantSearch { search_intent }) if search_intent.entity_type == EntityType::DOCUMENT => {
                 weights.shifted_to_graph()
             }
             Some(Action::QdrantSearch { .. } | Action::PgGraph { .. }) => weights.shifted_to_vector(),

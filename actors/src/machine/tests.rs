@@ -13,7 +13,7 @@ use crate::{
 };
 
 fn state() -> LoopState {
-    let analysis = intake::analyze("Which anime is Luffy in?");
+    let analysis = intake::analyze("Which anime is Luffy in?", &crate::stages::fixtures::demo_types());
     new_state(NewRequest {
         request_id: Uuid::now_v7(),
         request: AskRequest::new("Which anime is Luffy in?"),
@@ -210,7 +210,8 @@ fn a_stop_ends_retrieval_once_and_never_reopens_a_finished_request() {
     let stopped = apply_stop(&s, TerminationReason::Cancelled).unwrap();
     assert_eq!((stopped.phase.clone(), stopped.stop_reason), (Phase::Synthesizing, Some(TerminationReason::Cancelled)));
     assert_eq!(waiting_on(&stopped), Some(Stage::Synthesizer));
-    let done = apply_response(&stopped, crate::stages::synthesizer::synthesize(&stopped), 3_000).unwrap();
+    let done =
+        apply_response(&stopped, crate::stages::synthesizer::synthesize(&stopped, &Default::default()), 3_000).unwrap();
     assert!(apply_stop(&done, TerminationReason::Deadline).is_none(), "the first ending wins");
     assert_eq!(waiting_on(&done), None);
 }

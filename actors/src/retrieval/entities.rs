@@ -72,7 +72,7 @@ pub fn names_of(hit: &Hit) -> Vec<String> {
 
 /// The entity type a hit is about: `metadata.entity_type`, or a document.
 pub fn type_of(hit: &Hit) -> EntityType {
-    hit.metadata.get("entity_type").and_then(Value::as_str).and_then(EntityType::parse).unwrap_or(EntityType::Document)
+    hit.metadata.get("entity_type").and_then(Value::as_str).and_then(EntityType::parse).unwrap_or(EntityType::DOCUMENT)
 }
 
 impl Retriever {
@@ -81,7 +81,7 @@ impl Retriever {
     pub async fn index_entities(&self, entities: &[Entity]) -> anyhow::Result<usize> {
         let embedder = self.embedder_id();
         let mut chunks = Vec::new();
-        for entity in entities.iter().filter(|e| e.entity_type != EntityType::Document.as_str()) {
+        for entity in entities.iter().filter(|e| e.entity_type != EntityType::DOCUMENT.as_str()) {
             let chunk = chunk_of(entity);
             let state = self.entities.doc_state(&chunk.doc_id).await.context("cannot read the entity collection")?;
             if state.is_some_and(|s| s.doc_hash == chunk.doc_hash && s.embedder == embedder) {
@@ -99,7 +99,7 @@ impl Retriever {
     }
 
     /// Parses an entity search's filters; `entity_type` restricts it to that type unless the filters say otherwise.
-    pub fn parse_entity_filter(&self, entity_type: EntityType, filters: &JsonMap) -> Result<PayloadFilter, String> {
+    pub fn parse_entity_filter(&self, entity_type: &EntityType, filters: &JsonMap) -> Result<PayloadFilter, String> {
         let mut filters = filters.clone();
         filters.entry("entity_type".to_string()).or_insert_with(|| json!(entity_type.as_str()));
         self.entity_schema.parse(&filters)

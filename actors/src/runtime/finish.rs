@@ -25,7 +25,7 @@ pub async fn end_now(
 ) -> anyhow::Result<bool> {
     end(ctx, request_id, by, parent, |state| {
         let stopped = machine::apply_stop(state, reason)?;
-        let response = synthesizer::synthesize(&stopped);
+        let response = synthesizer::synthesize(&stopped, &ctx.entity_types.get());
         machine::apply_response(&stopped, response, telemetry::now_ms()).ok()
     })
     .await

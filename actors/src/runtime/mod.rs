@@ -24,6 +24,7 @@ pub use stats::{Counter, Stats};
 use crate::{
     bus::{Bus, BusError},
     config::Config,
+    entity_types::{EntityTypes, KnownTypes},
     llm::LlmAgent,
     machine::{self, Outbound},
     store::{Conversations, IndexGeneration, StateStore, bucket::MemoryBucket},
@@ -48,6 +49,9 @@ pub struct NodeContext {
     pub rewriter: Option<LlmAgent>,
     /// Set when the process shuts down: workers finish what they hold and take nothing more.
     pub drain: Drain,
+    /// The entity graph's types as this process knows them: declared in config, plus the graph's own when this
+    /// process opens it.
+    pub entity_types: KnownTypes,
 }
 
 /// Graceful shutdown: the signal to stop taking work, and how many deliveries are still being handled.
@@ -94,6 +98,7 @@ impl NodeContext {
             generation: Arc::new(IndexGeneration::new(Arc::new(MemoryBucket::new(None)))),
             rewriter: None,
             drain: Drain::default(),
+            entity_types: KnownTypes::new(EntityTypes::new(&config.graph.entity_types)),
             config,
         }
     }

@@ -72,6 +72,8 @@ async fn harness(grader: Arc<dyn StageLogic>, max_deliver: i64) -> Harness {
     ingest::ingest(&retriever, docs, false).await.unwrap();
     config.nats.max_deliver = max_deliver;
     config.stages.workers = 1;
+    // Every request passes the grader, whose faults these tests inject: the fast route would skip it.
+    config.intake.force_route = Some(sleuth_messages::Route::Enhanced);
     let bus = MemoryBus::new(max_deliver as u32);
     let ctx = Arc::new(NodeContext::in_memory(
         Arc::new(config),
@@ -79,7 +81,7 @@ async fn harness(grader: Arc<dyn StageLogic>, max_deliver: i64) -> Harness {
         Arc::new(MemoryStore::default()) as Arc<dyn StateStore>,
     ));
     let logics: Vec<Arc<dyn StageLogic>> = vec![
-        Arc::new(Synthesizer),
+        Arc::new(Synthesizer::default()),
         grader,
         Arc::new(Retrieve::new(retriever, 4, None, ctx.generation.clone())),
         Arc::new(Planner::default()),

@@ -141,7 +141,7 @@ pub fn chain_documents(state: &LoopState) -> Vec<String> {
     let mut docs: Vec<String> = Vec::new();
     for action in state.turns.iter().flat_map(|t| &t.step.actions) {
         let ids = match action {
-            Action::PgGraph { graph_intent } if graph_intent.start.entity_type == EntityType::Document => {
+            Action::PgGraph { graph_intent } if graph_intent.start.entity_type == EntityType::DOCUMENT => {
                 vec![graph_intent.start.id.clone()]
             }
             Action::QdrantSearch { search_intent } => fetched_by_id(search_intent),
@@ -260,7 +260,7 @@ pub fn expand_action(anchor: &Anchor) -> Action {
         graph_intent: GraphIntent {
             rationale: format!("documents that {} mentions: the question needs one of them", anchor.title),
             query_type: GraphQueryType::Neighbors,
-            start: EntityRef { entity_type: EntityType::Document, id: anchor.doc_id.clone() },
+            start: EntityRef { entity_type: EntityType::DOCUMENT, id: anchor.doc_id.clone() },
             end: None,
             max_hops: 1,
             edge_types: vec!["mentions".into()],

@@ -3,10 +3,10 @@
 //! `evidence.paths`; `source_entities` are every node it went through, `result_entities` what was asked for.
 
 use serde_json::{Value, json};
-use sleuth_messages::{Action, ActionResult, Card, EntityRef, EntityType, GraphQueryType, LoopState};
+use sleuth_messages::{Action, ActionResult, Card, EntityRef, GraphQueryType, LoopState};
 
 use super::resolve::{entity_question, resolved};
-use crate::{retrieval::entities, text};
+use crate::{entity_types::EntityTypes, retrieval::entities, text};
 
 /// Statements of reached entities an answer quotes.
 const MAX_RELATIONS: usize = 5;
@@ -48,8 +48,8 @@ fn first_sentence(card: &Card) -> String {
 }
 
 /// The answer, or `None` when the question is not an entity question or none of its names was resolved.
-pub fn entity_answer(state: &LoopState) -> Option<EntityAnswer<'_>> {
-    let question = entity_question(state)?;
+pub fn entity_answer<'a>(state: &'a LoopState, types: &EntityTypes) -> Option<EntityAnswer<'a>> {
+    let question = entity_question(state, types)?;
     let resolved = resolved(state, &question);
     if resolved.is_empty() {
         return None;
@@ -101,7 +101,7 @@ pub fn entity_answer(state: &LoopState) -> Option<EntityAnswer<'_>> {
         .iter()
         .filter(from_graph)
         .filter(|c| c.hit.metadata.contains_key("relation"))
-        .filter(|c| question.wanted.is_none_or(|t| entities::type_of(&c.hit) == t))
+        .filter(|c| question.wanted.as_ref().is_none_or(|t| entities::type_of(&c.hit) == *t))
         .take(MAX_RELATIONS)
         .collect();
     for card in &relations {
@@ -115,7 +115,7 @@ pub fn entity_answer(state: &LoopState) -> Option<EntityAnswer<'_>> {
     // Then what the answer's entities are: the reached ones first, then the resolved ones.
     let described: Vec<EntityRef> = answer.result_entities.iter().chain(&resolved).cloned().collect();
     let mut quoted: Vec<u32> = Vec::new();
-    for entity in described.iter().filter(|e| e.entity_type != EntityType::Document) {
+    for entity in described.iter().filter(|e| !e.entity_type.is_document()) {
         if let Some(card) = entity_card(state, entity)
             && !quoted.contains(&card.n)
             && quoted.len() < 3

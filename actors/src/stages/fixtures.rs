@@ -2,11 +2,17 @@
 
 use sleuth_messages::{AskRequest, LoopState, SufficiencyReport};
 
-use crate::{config::LoopConfig, machine, stages::intake};
+use crate::{config::LoopConfig, entity_types::EntityTypes, machine, stages::intake};
 
-/// The state of a new request for `question`, analysed by intake, with the default caps and no deadline.
+/// The entity types of the demo graph (`actors/data/demo_graph`).
+pub fn demo_types() -> EntityTypes {
+    EntityTypes::new(["anime", "character", "episode", "manga"])
+}
+
+/// The state of a new request for `question`, analysed by intake with the demo graph's entity types, with the
+/// default caps and no deadline.
 pub fn state_for(question: &str) -> LoopState {
-    let analysis = intake::analyze(question);
+    let analysis = intake::analyze(question, &demo_types());
     machine::new_state(machine::NewRequest {
         request_id: uuid::Uuid::now_v7(),
         request: AskRequest::new(question),

@@ -8,15 +8,17 @@ use super::{
     StageLogic,
     bridge::{BridgeGroup, bridge_groups, needs_bridge},
 };
-use crate::{machine, telemetry, text};
+use crate::{entity_types::KnownTypes, machine, telemetry, text};
 
 /// The deterministic grader. With `graph_bridges`, a multi-hop question's bridge counts as followed only once
 /// the anchors' mention links were expanded and their best bridges fetched. With `resolve_entities`, an entity
 /// question is answered only once its names are resolved and the graph traversed.
-#[derive(Debug, Clone, Copy, Default)]
+#[derive(Debug, Clone, Default)]
 pub struct Grader {
     pub graph_bridges: bool,
     pub resolve_entities: bool,
+    /// The graph's entity types, which an entity question asks for.
+    pub types: KnownTypes,
 }
 
 #[async_trait]
@@ -40,7 +42,7 @@ impl Grader {
             require_graph_bridges(state, &mut report);
         }
         if self.resolve_entities {
-            require_entity_graph(state, &mut report);
+            require_entity_graph(state, &mut report, &self.types.get());
         }
         report
     }
@@ -75,11 +77,15 @@ pub fn require_graph_bridges(state: &LoopState, report: &mut SufficiencyReport) 
 
 /// Adds the entity-graph check to `report`: an entity question is not answered while a name is unresolved (and
 /// untried), the graph untraversed, or the reached entities unfetched.
-pub fn require_entity_graph(state: &LoopState, report: &mut SufficiencyReport) {
-    if super::resolve::entity_question(state).is_none() {
+pub fn require_entity_graph(
+    state: &LoopState,
+    report: &mut SufficiencyReport,
+    types: &crate::entity_types::EntityTypes,
+) {
+    if super::resolve::entity_question(state, types).is_none() {
         return;
     }
-    let next = super::resolve::entity_step(state);
+    let next = super::resolve::entity_step(state, types);
     report.checks.push(check(
         "entity_graph_followed",
         next.is_none(),

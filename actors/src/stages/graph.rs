@@ -78,16 +78,15 @@ pub struct Checked {
 
 /// The node id an entity reference names: documents by their id, other entities by their UUID.
 pub fn node_of(entity: &EntityRef) -> Result<Uuid, String> {
-    match entity.entity_type {
-        EntityType::Document => Ok(document_node(&entity.id)),
-        other => Uuid::parse_str(entity.id.trim()).map_err(|_| {
-            format!(
-                "{} id {:?} is not a UUID; resolve the entity with a qdrant_search first",
-                other.as_str(),
-                entity.id
-            )
-        }),
+    if entity.entity_type.is_document() {
+        return Ok(document_node(&entity.id));
     }
+    Uuid::parse_str(entity.id.trim()).map_err(|_| {
+        format!(
+            "{} id {:?} is not a UUID; resolve the entity with a qdrant_search first",
+            entity.entity_type, entity.id
+        )
+    })
 }
 
 /// Validates `intent` against the vocabulary and clamps its caps. Filters may hold `direction`
@@ -120,7 +119,7 @@ pub fn check(config: &GraphConfig, intent: &GraphIntent) -> Result<Checked, Stri
                     let t = item
                         .as_str()
                         .and_then(EntityType::parse)
-                        .ok_or_else(|| format!("filter entity_type: unknown type {item}"))?;
+                        .ok_or_else(|| format!("filter entity_type: {item} is not an entity type name"))?;
                     node_types.push(t.as_str().to_string());
                 }
             }
@@ -260,10 +259,7 @@ async fn names_of(store: &dyn GraphStore, mut ids: Vec<Uuid>) -> Result<HashMap<
 /// The protocol's reference to a stored entity: documents by their `doc_id`.
 pub fn entity_ref(entity: &Entity) -> Option<EntityRef> {
     let entity_type = EntityType::parse(&entity.entity_type)?;
-    let id = match entity_type {
-        EntityType::Document => entity.doc_id()?.to_string(),
-        _ => entity.id.to_string(),
-    };
+    let id = if entity_type.is_document() { entity.doc_id()?.to_string() } else { entity.id.to_string() };
     Some(EntityRef { entity_type, id })
 }
 

@@ -35,9 +35,9 @@ pub fn relation_phrase(relation: &str) -> String {
 }
 
 fn describe(entity: &Entity) -> String {
-    match EntityType::parse(&entity.entity_type) {
-        Some(EntityType::Document) | None => entity.name.clone(),
-        Some(t) => format!("{} ({})", entity.name, t.as_str()),
+    match EntityType::parse(&entity.entity_type).filter(|t| !t.is_document()) {
+        Some(t) => format!("{} ({t})", entity.name),
+        None => entity.name.clone(),
     }
 }
 
@@ -48,7 +48,7 @@ fn hop_sentence(a: &Entity, hop: &Hop, b: &Entity) -> String {
 }
 
 fn is_document(entity: &Entity) -> bool {
-    entity.entity_type == EntityType::Document.as_str()
+    entity.entity_type == EntityType::DOCUMENT.as_str()
 }
 
 fn statement(id: String, about: &Entity, title: String, text: String, score: f32, extra: JsonMap) -> Option<Hit> {

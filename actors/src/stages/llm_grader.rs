@@ -33,7 +33,7 @@ impl StageLogic for LlmGrader {
         }
         // The graph checks hold the deterministic planner to its own procedure; an LLM planner chooses its own,
         // so it is held to the acceptance checks alone, unless it has already handed over to the deterministic one.
-        let checks = if state.counters.llm_fallbacks > 0 { self.fallback } else { Grader::default() };
+        let checks = if state.counters.llm_fallbacks > 0 { self.fallback.clone() } else { Grader::default() };
         let mut report = checks.report(state);
         let mut usage = Usage::default();
         let mut fell_back = false;

@@ -4,7 +4,7 @@
 //! instead and the request is marked degraded.
 
 use async_trait::async_trait;
-use sleuth_messages::{Action, LoopState, NextStep, PlannerState, Route, Stage, WorkItem};
+use sleuth_messages::{Action, EntityType, LoopState, NextStep, PlannerState, Route, Stage, WorkItem};
 
 use super::{
     StageLogic, graph,
@@ -12,6 +12,7 @@ use super::{
 };
 use crate::{
     config::GraphConfig,
+    entity_types::EntityTypes,
     llm::{Agent, LlmAgent, Usage, agent::charge, prompts},
     machine,
 };
@@ -50,15 +51,15 @@ impl StageLogic for LlmPlanner {
                             Ok(plan) => bounded_plan(plan, state),
                             Err(_) => {
                                 fell_back = true;
-                                initial_plan(state)
+                                initial_plan(state, &self.fallback.types.get())
                             }
                         }
                     }
-                    None => initial_plan(state),
+                    None => initial_plan(state, &self.fallback.types.get()),
                 },
             ),
         };
-        let check = |step: &NextStep| check_step(step, state, &self.graph);
+        let check = |step: &NextStep| check_step(step, state, &self.graph, &self.fallback.types.get());
         let step = match self.llm.ask::<NextStep>(Agent::Planner, prompts::STEP, state, &check).await {
             Some(out) => {
                 usage.add(out.usage);
@@ -94,12 +95,27 @@ fn bounded_plan(mut plan: PlannerState, state: &LoopState) -> PlannerState {
     plan
 }
 
-/// A step's intents must be executable as asked: a search needs a query or filters within the hit cap, a graph
-/// intent must pass the graph stage's own checks (relations, end entity, ids), and no search may repeat.
-pub fn check_step(step: &NextStep, state: &LoopState, graph_config: &GraphConfig) -> Result<(), String> {
+/// A step's intents must be executable as asked: a search needs a query or filters within the hit cap and a
+/// collection that exists (documents, or one of the graph's entity `types`), a graph intent must pass the graph
+/// stage's own checks (relations, end entity, ids), and no search may repeat.
+pub fn check_step(
+    step: &NextStep,
+    state: &LoopState,
+    graph_config: &GraphConfig,
+    types: &EntityTypes,
+) -> Result<(), String> {
     for action in &step.actions {
         match action {
             Action::QdrantSearch { search_intent: i } => {
+                if !i.entity_type.is_document() && !types.contains(&i.entity_type) {
+                    let known: Vec<&str> =
+                        std::iter::once("document").chain(types.iter().map(EntityType::as_str)).collect();
+                    return Err(format!(
+                        "search_intent.entity_type {:?} is not in this corpus; use one of: {}",
+                        i.entity_type.as_str(),
+                        known.join(", ")
+                    ));
+                }
                 let query = i.query.as_deref().map(str::trim).unwrap_or("");
                 if query.is_empty() && i.filters.is_empty() {
                     return Err("a qdrant_search needs a query or filters".into());

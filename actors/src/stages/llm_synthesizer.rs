@@ -13,6 +13,7 @@ use super::{
     synthesizer::{cited_numbers, cited_response, synthesize, verify_citations},
 };
 use crate::{
+    entity_types::KnownTypes,
     llm::{Agent, LlmAgent, Usage, agent::charge, prompts, structured::StructuredSpec},
     machine, telemetry,
 };
@@ -45,6 +46,8 @@ impl StructuredSpec for DraftAnswer {
 
 pub struct LlmSynthesizer {
     pub llm: LlmAgent,
+    /// The graph's entity types, for the deterministic draft.
+    pub types: KnownTypes,
 }
 
 #[async_trait]
@@ -55,7 +58,7 @@ impl StageLogic for LlmSynthesizer {
 
     async fn apply(&self, state: &LoopState, _item: &WorkItem) -> anyhow::Result<LoopState> {
         let reason = state.stop_reason.unwrap_or(TerminationReason::PlannerFinal);
-        let mut response = synthesize(state);
+        let mut response = synthesize(state, &self.types.get());
         let mut usage = Usage::default();
         let mut fell_back = false;
         // The deterministic twin abstains when the evidence never mentions what the question asks about: the model

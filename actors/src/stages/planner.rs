@@ -15,16 +15,18 @@ use super::{
     bridge::{bridge_groups, expand_action, fetch_action, graph_anchors, graph_bridges, needs_bridge},
     resolve,
 };
-use crate::{machine, text};
+use crate::{entity_types::KnownTypes, machine, text};
 
 /// The deterministic planner. With `resolve_entities`, questions about the graph's entities resolve their names
 /// and traverse the graph ([`resolve`](super::resolve)). With `graph_bridges`, multi-hop questions follow the
 /// anchors' mention links through the graph stage; without, they search for the names the anchors' relation
 /// sentences carry.
-#[derive(Debug, Clone, Copy, Default)]
+#[derive(Debug, Clone, Default)]
 pub struct Planner {
     pub graph_bridges: bool,
     pub resolve_entities: bool,
+    /// The graph's entity types, which an entity question asks for.
+    pub types: KnownTypes,
 }
 
 #[async_trait]
@@ -34,7 +36,7 @@ impl StageLogic for Planner {
     }
 
     async fn apply(&self, state: &LoopState, _item: &WorkItem) -> anyhow::Result<LoopState> {
-        let plan = state.plan.is_none().then(|| initial_plan(state));
+        let plan = state.plan.is_none().then(|| initial_plan(state, &self.types.get()));
         let step = self.step(state);
         tracing::info!(request_id = %state.request_id, turn = state.turn, actions = ?step.actions.iter().map(|a| a.describe()).collect::<Vec<_>>(), "planned");
         Ok(machine::apply_plan(state, step, plan)?)
@@ -52,7 +54,7 @@ impl Planner {
         }
         let graph_lane = self.resolve_entities && machine::weights(state).runs_graph();
         graph_lane
-            .then(|| resolve::entity_step(state))
+            .then(|| resolve::entity_step(state, &self.types.get()))
             .flatten()
             .or_else(|| self.graph_bridges.then(|| graph_step(state)).flatten())
             .and_then(|step| without_repeats(state, step))
@@ -146,7 +148,7 @@ pub fn min_sources(state: &LoopState) -> u32 {
 }
 
 /// The plan for the whole request, emitted once (seed 003 PlannerState).
-pub fn initial_plan(state: &LoopState) -> PlannerState {
+pub fn initial_plan(state: &LoopState, types: &crate::entity_types::EntityTypes) -> PlannerState {
     let a = &state.analysis;
     let literal = !a.literal_terms.is_empty();
     let mut tags = vec![format!("route_{:?}", a.route).to_lowercase()];
@@ -156,7 +158,7 @@ pub fn initial_plan(state: &LoopState) -> PlannerState {
     if needs_bridge(state) {
         tags.push("multi_hop_relation".into());
     }
-    if resolve::entity_question(state).is_some() {
+    if resolve::entity_question(state, types).is_some() {
         tags.push("entity_question".into());
     }
     if a.meta_question {
@@ -358,7 +360,7 @@ mod tests {
 
     fn entity_search(query: &str) -> Action {
         let mut intent = SearchIntent::documents("resolve the name", query);
-        intent.entity_type = EntityType::Character;
+        intent.entity_type = EntityType::parse("character").unwrap();
         Action::QdrantSearch { search_intent: intent }
     }
 

@@ -9,11 +9,7 @@ use sleuth_messages::{
     MAX_PARALLEL_ACTIONS, NextStep, QueryType, SearchIntent,
 };
 
-use crate::{retrieval::entities, text};
-
-/// The graph's entity types.
-const ENTITY_TYPES: [EntityType; 4] =
-    [EntityType::Character, EntityType::Anime, EntityType::Manga, EntityType::Episode];
+use crate::{entity_types::EntityTypes, retrieval::entities, text};
 
 /// Candidates one resolution search returns.
 const RESOLUTION_HITS: u32 = 3;
@@ -24,18 +20,6 @@ const NEIGHBOURS: u32 = 10;
 /// Hops a relation question may span (seed 000 §9).
 const PATH_HOPS: u32 = 3;
 
-/// The entity type a word of the question asks for: "anime", "mangas", "characters".
-pub fn type_word(word: &str) -> Option<EntityType> {
-    let singular = word.strip_suffix('s').filter(|w| *w != "serie").unwrap_or(word);
-    match singular.to_lowercase().as_str() {
-        "anime" => Some(EntityType::Anime),
-        "manga" => Some(EntityType::Manga),
-        "character" => Some(EntityType::Character),
-        "episode" => Some(EntityType::Episode),
-        _ => None,
-    }
-}
-
 /// What an entity question needs: the names to resolve and the type of entity it asks for.
 #[derive(Debug, Clone, PartialEq)]
 pub struct EntityQuestion {
@@ -45,13 +29,16 @@ pub struct EntityQuestion {
     pub wanted: Option<EntityType>,
 }
 
-/// The entity question `state` asks, if it is one: it names an entity and asks for a type of entity, or asks
-/// how two named entities are related.
-pub fn entity_question(state: &LoopState) -> Option<EntityQuestion> {
+/// The entity question `state` asks, if it is one: it names an entity and asks for one of the graph's `types`
+/// of entity, or asks how two named entities are related. Never one when the graph has no entity types.
+pub fn entity_question(state: &LoopState, types: &EntityTypes) -> Option<EntityQuestion> {
+    if types.is_empty() {
+        return None;
+    }
     let a = &state.analysis;
-    let wanted = a.keywords.iter().find_map(|k| type_word(k));
+    let wanted = a.keywords.iter().find_map(|k| types.word(k));
     let names: Vec<String> =
-        a.entities.iter().filter(|e| type_word(e).is_none()).take(MAX_PARALLEL_ACTIONS).cloned().collect();
+        a.entities.iter().filter(|e| types.word(e).is_none()).take(MAX_PARALLEL_ACTIONS).cloned().collect();
     let relates = a.query_type == QueryType::Relational && names.len() >= 2;
     (!names.is_empty() && (wanted.is_some() || relates)).then_some(EntityQuestion { names, wanted })
 }
@@ -69,7 +56,7 @@ fn resolution(state: &LoopState, name: &str) -> (usize, Option<Hit>) {
     for turn in &state.turns {
         for (slot, action) in turn.step.actions.iter().enumerate() {
             let Action::QdrantSearch { search_intent: intent } = action else { continue };
-            if intent.entity_type == EntityType::Document
+            if intent.entity_type.is_document()
                 || !intent.query.as_deref().is_some_and(|q| q.eq_ignore_ascii_case(name))
             {
                 continue;
@@ -101,39 +88,52 @@ pub fn resolved(state: &LoopState, question: &EntityQuestion) -> Vec<EntityRef> 
     refs
 }
 
-/// The type `name` most likely has: the one written right before it ("the manga Berserk"), else a work when
-/// the question asks for characters ("Which characters appear in Naruto?"), else a character.
-fn likely_type(state: &LoopState, name: &str, wanted: Option<EntityType>) -> EntityType {
+/// The type written right before `name` in the question, if it is one of the graph's: "the manga Berserk".
+fn written_type(state: &LoopState, name: &str, types: &EntityTypes) -> Option<EntityType> {
     let words: Vec<&str> =
         state.analysis.normalized.split_whitespace().map(|w| w.trim_matches(|c: char| !c.is_alphanumeric())).collect();
     let first = name.split_whitespace().next().unwrap_or_default();
-    words
-        .iter()
-        .position(|w| *w == first)
-        .and_then(|i| i.checked_sub(1))
-        .and_then(|i| type_word(words[i]))
-        .unwrap_or(if wanted == Some(EntityType::Character) { EntityType::Anime } else { EntityType::Character })
+    let at = words.iter().position(|w| *w == first)?;
+    types.word(words[at.checked_sub(1)?])
 }
 
-/// The search that resolves `name`: first as its likely type, then (attempt 2) as any type. After that the
-/// name is left to the documents.
-fn resolve_action(state: &LoopState, name: &str, wanted: Option<EntityType>, attempt: usize) -> Option<Action> {
-    let entity_type = likely_type(state, name, wanted);
-    let mut filters = JsonMap::new();
-    let what = match attempt {
-        0 => entity_type.as_str().to_string(),
-        1 => {
-            filters.insert("entity_type".into(), kept_types(None));
-            "entity of any type".to_string()
+/// The search that resolves `name` on attempt `attempt`, or `None` once the attempts are spent and the name is
+/// left to the documents. The types tried, narrowest first: the type written before the name; any type but the
+/// asked one ("Which anime is Luffy in?": Luffy is not an anime); any type.
+fn resolve_action(
+    state: &LoopState,
+    name: &str,
+    wanted: Option<&EntityType>,
+    attempt: usize,
+    types: &EntityTypes,
+) -> Option<Action> {
+    let all: Vec<EntityType> = types.iter().cloned().collect();
+    let mut tries: Vec<Vec<EntityType>> = Vec::new();
+    if let Some(written) = written_type(state, name, types) {
+        tries.push(vec![written]);
+    }
+    if let Some(wanted) = wanted {
+        let others: Vec<EntityType> = all.iter().filter(|t| *t != wanted).cloned().collect();
+        if !others.is_empty() {
+            tries.push(others);
         }
-        _ => return None,
+    }
+    tries.push(all.clone());
+    tries.dedup();
+    let kinds = tries.get(attempt)?;
+    let entity_type = kinds.first()?.clone();
+    let mut filters = JsonMap::new();
+    let what = match kinds.as_slice() {
+        [one] => format!("{} {one}", if one.as_str().starts_with(['a', 'e', 'i', 'o', 'u']) { "an" } else { "a" }),
+        many if many.len() == all.len() => "an entity of any type".to_string(),
+        many => format!("an entity of type {}", many.iter().map(EntityType::as_str).collect::<Vec<_>>().join(", ")),
     };
+    if kinds.len() > 1 {
+        filters.insert("entity_type".into(), json!(kinds.iter().map(EntityType::as_str).collect::<Vec<_>>()));
+    }
     Some(Action::QdrantSearch {
         search_intent: SearchIntent {
-            rationale: format!(
-                "resolve {name} to {} {what} (seed 000 §8)",
-                if what.starts_with(['a', 'e']) { "an" } else { "a" }
-            ),
+            rationale: format!("resolve {name} to {what} (seed 000 §8)"),
             entity_type,
             query: Some(name.to_string()),
             image_query: None,
@@ -152,22 +152,22 @@ fn graph_intents(state: &LoopState) -> impl Iterator<Item = &GraphIntent> {
 }
 
 /// The node types a traversal keeps: the asked type, else every type but documents (no `mentions` detours).
-fn kept_types(wanted: Option<EntityType>) -> Value {
+fn kept_types(wanted: Option<&EntityType>, types: &EntityTypes) -> Value {
     match wanted {
         Some(t) => json!(t.as_str()),
-        None => json!(ENTITY_TYPES.iter().map(|t| t.as_str()).collect::<Vec<_>>()),
+        None => json!(types.iter().map(EntityType::as_str).collect::<Vec<_>>()),
     }
 }
 
 fn traversal(
     query_type: GraphQueryType,
-    start: &EntityRef,
-    end: Option<&EntityRef>,
-    wanted: Option<EntityType>,
+    (start, end): (&EntityRef, Option<&EntityRef>),
+    wanted: Option<&EntityType>,
+    types: &EntityTypes,
     rationale: String,
 ) -> Action {
     let mut filters = JsonMap::new();
-    filters.insert("entity_type".into(), kept_types(wanted));
+    filters.insert("entity_type".into(), kept_types(wanted, types));
     Action::PgGraph {
         graph_intent: GraphIntent {
             rationale,
@@ -186,13 +186,13 @@ fn traversal(
 }
 
 /// The entities of the asked type that the graph steps reached and no search has fetched yet.
-fn unfetched(state: &LoopState, wanted: EntityType) -> Vec<String> {
+fn unfetched(state: &LoopState, wanted: &EntityType) -> Vec<String> {
     let fetched: Vec<String> = state
         .turns
         .iter()
         .flat_map(|t| &t.step.actions)
         .filter_map(|a| match a {
-            Action::QdrantSearch { search_intent } if search_intent.entity_type == wanted => {
+            Action::QdrantSearch { search_intent } if search_intent.entity_type == *wanted => {
                 search_intent.filters.get("id")
             }
             _ => None,
@@ -204,7 +204,7 @@ fn unfetched(state: &LoopState, wanted: EntityType) -> Vec<String> {
     let mut ids: Vec<String> = Vec::new();
     for outcome in state.turns.iter().flat_map(|t| &t.outcomes) {
         let ActionResult::Graph(result) = &outcome.result else { continue };
-        for node in result.node_ids.iter().filter(|n| n.entity_type == wanted) {
+        for node in result.node_ids.iter().filter(|n| n.entity_type == *wanted) {
             if !ids.contains(&node.id) && !fetched.contains(&node.id) {
                 ids.push(node.id.clone());
             }
@@ -215,14 +215,14 @@ fn unfetched(state: &LoopState, wanted: EntityType) -> Vec<String> {
 
 /// The next step of an entity question, or `None` when it has none left (or is not one): resolve the names not
 /// resolved yet (one type per turn), then traverse, then fetch what the traversal reached.
-pub fn entity_step(state: &LoopState) -> Option<NextStep> {
-    let question = entity_question(state)?;
+pub fn entity_step(state: &LoopState, types: &EntityTypes) -> Option<NextStep> {
+    let question = entity_question(state, types)?;
     let mut actions = Vec::new();
     let mut reasons = Vec::new();
     for name in &question.names {
         let (tried, found) = resolution(state, name);
         if found.is_none()
-            && let Some(action) = resolve_action(state, name, question.wanted, tried)
+            && let Some(action) = resolve_action(state, name, question.wanted.as_ref(), tried, types)
         {
             if let Action::QdrantSearch { search_intent } = &action {
                 reasons.push(search_intent.rationale.clone());
@@ -240,10 +240,10 @@ pub fn entity_step(state: &LoopState) -> Option<NextStep> {
         let resolved = resolved(state, &question);
         let traversed: Vec<&GraphIntent> = graph_intents(state).collect();
         let started = |e: &EntityRef| traversed.iter().any(|g| &g.start == e);
-        match (resolved.as_slice(), question.wanted) {
+        match (resolved.as_slice(), question.wanted.as_ref()) {
             ([a, b, ..], None) if !started(a) => {
                 reasons.push("relate the two entities: shortest chain of relations between them (seed 000 §9)".into());
-                actions.push(traversal(GraphQueryType::Path, a, Some(b), None, reasons[0].clone()));
+                actions.push(traversal(GraphQueryType::Path, (a, Some(b)), None, types, reasons[0].clone()));
             }
             ([_, _, ..], None) => {}
             (refs, wanted) if !refs.is_empty() => {
@@ -252,9 +252,9 @@ pub fn entity_step(state: &LoopState) -> Option<NextStep> {
                     reasons.push(format!("{what} related to the resolved entity"));
                     actions.push(traversal(
                         GraphQueryType::Neighbors,
-                        start,
-                        None,
+                        (start, None),
                         wanted,
+                        types,
                         reasons.last().cloned().unwrap_or_default(),
                     ));
                 }
@@ -266,7 +266,7 @@ pub fn entity_step(state: &LoopState) -> Option<NextStep> {
                         reasons.push(format!("fetch the {} the graph reached, by id", wanted.as_str()));
                         let mut intent = SearchIntent {
                             rationale: reasons[0].clone(),
-                            entity_type: wanted,
+                            entity_type: wanted.clone(),
                             query: None,
                             image_query: None,
                             filters: JsonMap::new(),
@@ -290,8 +290,16 @@ mod tests {
     use super::*;
     use crate::{
         machine,
-        stages::fixtures::{report, state_for as start},
+        stages::fixtures::{demo_types, report, state_for as start},
     };
+
+    fn entity_step(state: &LoopState) -> Option<NextStep> {
+        super::entity_step(state, &demo_types())
+    }
+
+    fn kind(name: &str) -> EntityType {
+        EntityType::parse(name).unwrap()
+    }
 
     fn entity_hit(id: &str, name: &str, alias: &str, t: EntityType) -> Hit {
         let mut metadata = JsonMap::new();
@@ -326,7 +334,7 @@ mod tests {
     }
 
     fn luffy() -> Hit {
-        entity_hit("00000000-0000-0000-0000-00000000001a", "Monkey D. Luffy", "Luffy", EntityType::Character)
+        entity_hit("00000000-0000-0000-0000-00000000001a", "Monkey D. Luffy", "Luffy", kind("character"))
     }
 
     #[test]
@@ -334,8 +342,9 @@ mod tests {
         let state = start("How is Luffy related to Nami?");
         let step = entity_step(&state).expect("resolution");
         let queries: Vec<_> = step.actions.iter().map(|a| a.describe()).collect();
-        assert_eq!(queries, vec!["qdrant_search character \"Luffy\"", "qdrant_search character \"Nami\""]);
-        let nami = entity_hit("00000000-0000-0000-0000-00000000002b", "Nami", "Cat Burglar", EntityType::Character);
+        let any = "qdrant_search anime|character|episode|manga";
+        assert_eq!(queries, vec![format!("{any} \"Luffy\""), format!("{any} \"Nami\"")]);
+        let nami = entity_hit("00000000-0000-0000-0000-00000000002b", "Nami", "Cat Burglar", kind("character"));
         let state = run_turn(state, step, vec![retrieval(vec![luffy()]), retrieval(vec![nami.clone(), luffy()])]);
         let step = entity_step(&state).expect("traversal");
         let Action::PgGraph { graph_intent } = &step.actions[0] else { panic!("{step:?}") };
@@ -361,6 +370,7 @@ mod tests {
         let state = start("Which anime is Luffy in?");
         let step = entity_step(&state).expect("resolution");
         assert_eq!(step.actions.len(), 2, "the documents are searched alongside: {step:?}");
+        assert_eq!(step.actions[0].describe(), "qdrant_search character|episode|manga \"Luffy\"", "not an anime");
         let state = run_turn(state, step, vec![retrieval(vec![luffy()]), retrieval(vec![])]);
         let step = entity_step(&state).expect("traversal");
         let Action::PgGraph { graph_intent } = &step.actions[0] else { panic!("{step:?}") };
@@ -368,7 +378,7 @@ mod tests {
             (graph_intent.query_type, &graph_intent.filters["entity_type"]),
             (GraphQueryType::Neighbors, &json!("anime"))
         );
-        let one_piece = EntityRef { entity_type: EntityType::Anime, id: "00000000-0000-0000-0000-0000000000ff".into() };
+        let one_piece = EntityRef { entity_type: kind("anime"), id: "00000000-0000-0000-0000-0000000000ff".into() };
         let result = GraphResult {
             summary: String::new(),
             paths: vec![],
@@ -381,23 +391,40 @@ mod tests {
         let step = entity_step(&state).expect("fetch");
         let Action::QdrantSearch { search_intent } = &step.actions[0] else { panic!("{step:?}") };
         assert_eq!(
-            (search_intent.entity_type, &search_intent.filters["id"]),
-            (EntityType::Anime, &json!([one_piece.id]))
+            (&search_intent.entity_type, &search_intent.filters["id"]),
+            (&kind("anime"), &json!([one_piece.id]))
         );
         let state = run_turn(state, step, vec![retrieval(vec![])]);
         assert_eq!(entity_step(&state), None);
     }
 
     #[test]
-    fn an_unknown_name_is_tried_as_its_likely_type_then_as_any_type_then_left_to_the_documents() {
+    fn an_unknown_name_is_tried_as_another_type_than_the_asked_one_then_as_any_type_then_left_to_the_documents() {
         let state = start("Which manga is Xyzzy in?");
         let step = entity_step(&state).unwrap();
+        assert_eq!(step.actions[0].describe(), "qdrant_search anime|character|episode \"Xyzzy\"");
         let state = run_turn(state, step, vec![retrieval(vec![luffy()]), retrieval(vec![])]);
         let step = entity_step(&state).unwrap();
         let Action::QdrantSearch { search_intent } = &step.actions[0] else { panic!("{step:?}") };
-        assert_eq!(search_intent.filters["entity_type"], json!(["character", "anime", "manga", "episode"]));
+        assert_eq!(search_intent.filters["entity_type"], json!(["anime", "character", "episode", "manga"]));
         let state = run_turn(state, step, vec![retrieval(vec![])]);
         assert_eq!(entity_step(&state), None);
-        assert!(type_word("Mangas") == Some(EntityType::Manga) && type_word("series").is_none());
+    }
+
+    #[test]
+    fn a_type_written_before_a_name_is_tried_first() {
+        let state = start("Which characters appear in the manga Berserk?");
+        let step = entity_step(&state).unwrap();
+        assert_eq!(step.actions[0].describe(), "qdrant_search manga \"Berserk\"");
+    }
+
+    #[test]
+    fn the_graph_s_own_types_make_entity_questions_and_none_make_none() {
+        let types = EntityTypes::new(["city", "person"]);
+        let state = start("Which city is Ada Lovelace from?");
+        let step = super::entity_step(&state, &types).expect("an entity question about cities");
+        assert_eq!(step.actions[0].describe(), "qdrant_search person \"Ada Lovelace\"", "not a city: a person");
+        assert_eq!(super::entity_step(&start("Which anime is Luffy in?"), &types), None, "no anime in this graph");
+        assert_eq!(super::entity_step(&state, &EntityTypes::default()), None, "a graph of documents only");
     }
 }

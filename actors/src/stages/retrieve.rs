@@ -9,8 +9,8 @@ use std::{sync::Arc, time::Instant};
 
 use async_trait::async_trait;
 use sleuth_messages::{
-    Action, ActionResult, EntityType, ErrorKind, ErrorResponse, Hit, JsonMap, LoopState, RetrievalResult, SearchIntent,
-    Stage, WorkItem,
+    Action, ActionResult, ErrorKind, ErrorResponse, Hit, JsonMap, LoopState, RetrievalResult, SearchIntent, Stage,
+    WorkItem,
 };
 
 use super::StageLogic;
@@ -78,11 +78,11 @@ impl Retrieve {
 
     async fn execute(&self, intent: &SearchIntent, literals: &[String], max: u32) -> Result<RetrievalResult, Failure> {
         let r = &self.retriever;
-        let documents = intent.entity_type == EntityType::Document;
+        let documents = intent.entity_type.is_document();
         let filter = if documents {
             r.parse_filter(&intent.filters)
         } else {
-            r.parse_entity_filter(intent.entity_type, &intent.filters)
+            r.parse_entity_filter(&intent.entity_type, &intent.filters)
         }
         .map_err(Failure::Invalid)?;
         let limit = intent.limit.unwrap_or(self.top_k).clamp(1, max) as usize;

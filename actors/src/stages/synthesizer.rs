@@ -11,7 +11,7 @@ use sleuth_messages::{
 };
 
 use super::{StageLogic, entity_answer::EntityAnswer};
-use crate::{machine, retrieval::entities, telemetry, text};
+use crate::{entity_types::KnownTypes, machine, retrieval::entities, telemetry, text};
 
 /// The warning an answer carries when the corpus has nothing that answers the question.
 pub const NO_EVIDENCE: &str = "NO_EVIDENCE";
@@ -21,7 +21,11 @@ const MAX_SENTENCES: usize = 3;
 
 static CITATION: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"\[(\d+)\]").expect("static regex"));
 
-pub struct Synthesizer;
+/// The deterministic synthesizer; `types` are the graph's entity types, which an entity question asks for.
+#[derive(Debug, Clone, Default)]
+pub struct Synthesizer {
+    pub types: KnownTypes,
+}
 
 #[async_trait]
 impl StageLogic for Synthesizer {
@@ -30,7 +34,7 @@ impl StageLogic for Synthesizer {
     }
 
     async fn apply(&self, state: &LoopState, _item: &WorkItem) -> anyhow::Result<LoopState> {
-        let response = synthesize(state);
+        let response = synthesize(state, &self.types.get());
         tracing::info!(request_id = %state.request_id, citations = response.citations.len(), reason = response.termination_reason.as_str(), "synthesized");
         Ok(machine::apply_response(state, response, telemetry::now_ms())?)
     }
@@ -65,7 +69,7 @@ fn sentence_score(sentence: &str, card: &Card, stems: &[&str], entities: &[Strin
 }
 
 /// The extractive answer for the state's evidence.
-pub fn synthesize(state: &LoopState) -> AgentResponse {
+pub fn synthesize(state: &LoopState, types: &crate::entity_types::EntityTypes) -> AgentResponse {
     let reason = state.stop_reason.unwrap_or(TerminationReason::PlannerFinal);
     let a = &state.analysis;
     let mut evidence = JsonMap::new();
@@ -96,7 +100,7 @@ pub fn synthesize(state: &LoopState) -> AgentResponse {
     {
         return cited_response(state, &format!("{} [{}]", card.hit.text, card.n), &[card], evidence, reason);
     }
-    if let Some(found) = super::entity_answer::entity_answer(state) {
+    if let Some(found) = super::entity_answer::entity_answer(state, types) {
         return entity_response(state, found, evidence, reason);
     }
 

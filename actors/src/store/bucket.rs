@@ -41,6 +41,11 @@ impl KvBucket {
     ) -> Result<KvBucket, StoreError> {
         Ok(KvBucket { kv: open_kv(js, bucket, ttl, replicas, description).await? })
     }
+
+    /// The underlying store, for what [`Bucket`] does not offer (watching a key).
+    pub fn kv(&self) -> &kv::Store {
+        &self.kv
+    }
 }
 
 /// Opens a KV bucket, creating it if needed; `ttl` of zero keeps entries for ever. The backing stream is created

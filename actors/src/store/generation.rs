@@ -30,9 +30,9 @@ impl IndexGeneration {
         subjects: &Subjects,
         replicas: usize,
     ) -> Result<IndexGeneration, StoreError> {
-        let description = "sleuth deployment counters";
         let bucket =
-            KvBucket::open(js, &subjects.meta_bucket(), std::time::Duration::ZERO, replicas, description).await?;
+            KvBucket::open(js, &subjects.meta_bucket(), std::time::Duration::ZERO, replicas, super::META_DESCRIPTION)
+                .await?;
         Ok(IndexGeneration::new(Arc::new(bucket)))
     }
 

@@ -5,11 +5,16 @@
 pub mod bucket;
 pub mod conversations;
 pub mod generation;
+pub mod graph_types;
 pub mod memory;
 pub mod nats_kv;
 
 pub use conversations::Conversations;
 pub use generation::IndexGeneration;
+pub use graph_types::GraphTypes;
+
+/// The description of the `sleuth_meta` bucket, which holds deployment-wide values.
+pub const META_DESCRIPTION: &str = "sleuth deployment counters";
 
 use async_trait::async_trait;
 use sleuth_messages::LoopState;

@@ -48,7 +48,7 @@ fn hit(id: &str) -> Hit {
 fn sample_state() -> LoopState {
     let search = SearchIntent {
         rationale: "find luffy".into(),
-        entity_type: EntityType::Character,
+        entity_type: EntityType::parse("character").unwrap(),
         query: Some("Luffy".into()),
         image_query: None,
         filters: JsonMap::from([("year".to_string(), serde_json::json!(1999))]),
@@ -57,8 +57,8 @@ fn sample_state() -> LoopState {
     let graph = GraphIntent {
         rationale: "relate".into(),
         query_type: GraphQueryType::Path,
-        start: EntityRef { entity_type: EntityType::Character, id: "a".into() },
-        end: Some(EntityRef { entity_type: EntityType::Character, id: "b".into() }),
+        start: EntityRef { entity_type: EntityType::parse("character").unwrap(), id: "a".into() },
+        end: Some(EntityRef { entity_type: EntityType::parse("character").unwrap(), id: "b".into() }),
         max_hops: 3,
         edge_types: vec!["co_appears".into()],
         filters: JsonMap::new(),
@@ -220,10 +220,14 @@ const GOLDEN_ASK_REQUEST: &str = "81a57175657279ad57686f206973204c756666793f";
 #[test]
 fn lane_requests_golden_bytes_do_not_drift() {
     use crate::lookup::{HydrateRequest, SearchRequest};
-    let search = SearchRequest { text: "luf".into(), entity_type: Some(EntityType::Character), limit: Some(5) };
+    let search = SearchRequest {
+        text: "luf".into(),
+        entity_type: Some(EntityType::parse("character").unwrap()),
+        limit: Some(5),
+    };
     let hex: String = encode(&search, Encoding::MsgPack).unwrap().iter().map(|b| format!("{b:02x}")).collect();
     assert_eq!(hex, GOLDEN_SEARCH_REQUEST);
-    let hydrate = HydrateRequest { ids: vec![EntityRef { entity_type: EntityType::Document, id: "d1".into() }] };
+    let hydrate = HydrateRequest { ids: vec![EntityRef { entity_type: EntityType::DOCUMENT, id: "d1".into() }] };
     let hex: String = encode(&hydrate, Encoding::MsgPack).unwrap().iter().map(|b| format!("{b:02x}")).collect();
     assert_eq!(hex, GOLDEN_HYDRATE_REQUEST);
     // The nats CLI sends JSON; both lanes accept it.

@@ -18,6 +18,7 @@ use tracing::Instrument;
 use uuid::Uuid;
 
 use crate::{
+    entity_types::EntityTypes,
     machine::{self, NewRequest},
     runtime::{NodeContext, publish_all},
     store::StoreError,
@@ -65,16 +66,17 @@ pub fn normalize(query: &str) -> String {
 }
 
 /// Understands a question with no conversation behind it. See [`analyze_in`].
-pub fn analyze(normalized: &str) -> QueryAnalysis {
-    analyze_in(normalized, None)
+pub fn analyze(normalized: &str, types: &EntityTypes) -> QueryAnalysis {
+    analyze_in(normalized, None, types)
 }
 
 /// Understands the question deterministically, after the conversation's `previous` turn: resolved follow-up,
-/// literals, candidate entities, type, sub-questions, complexity, route and retriever weights.
-pub fn analyze_in(normalized: &str, previous: Option<&ConversationTurn>) -> QueryAnalysis {
+/// literals, candidate entities, type, sub-questions, complexity, route and retriever weights. `types` are the
+/// graph's entity types, which a question may ask for ("Which anime …").
+pub fn analyze_in(normalized: &str, previous: Option<&ConversationTurn>, types: &EntityTypes) -> QueryAnalysis {
     let (question, resolved) = rewrite::resolve(normalized, previous);
     let answers_clarification = previous.is_some_and(|p| !p.clarifying_questions.is_empty());
-    understand(normalized, &question, resolved, answers_clarification, None)
+    understand(normalized, &question, resolved, (answers_clarification, None), types)
 }
 
 /// Analyses `question`, the user's `normalized` message once resolved against the conversation. `subquestions`
@@ -83,8 +85,8 @@ fn understand(
     normalized: &str,
     question: &str,
     resolved: Vec<String>,
-    answers_clarification: bool,
-    subquestions: Option<Vec<String>>,
+    (answers_clarification, subquestions): (bool, Option<Vec<String>>),
+    types: &EntityTypes,
 ) -> QueryAnalysis {
     let question = question.to_string();
     let literal_terms = literals::literal_terms(&question);
@@ -93,7 +95,7 @@ fn understand(
         entities.retain(|e| !literal.contains(e.as_str()));
     }
     let keywords = text::content_words(&question);
-    let asks_type_of_named = !entities.is_empty() && keywords.iter().any(|k| super::resolve::type_word(k).is_some());
+    let asks_type_of_named = !entities.is_empty() && keywords.iter().any(|k| types.word(k).is_some());
     let (query_type, confidence) = classify::classify(&question, entities.len(), asks_type_of_named);
     let subquestions = subquestions.unwrap_or_else(|| rewrite::decompose(&question, query_type, &entities));
     let keyword_hits = complexity::keyword_matches(&question);
@@ -253,6 +255,7 @@ async fn accept(
         }),
         None => None,
     };
+    let types = &*ctx.entity_types.get();
     let (mut analysis, usage, rewriter_failed) = match (&previous, &ctx.rewriter) {
         // With an LLM, a follow-up is rewritten by the model; the deterministic rewriter is its fallback.
         (Some(prev), Some(llm)) => {
@@ -264,12 +267,12 @@ async fn accept(
                     let resolved = vec![format!("llm → {question}")];
                     let answers = !prev.clarifying_questions.is_empty();
                     let parts = (!r.subquestions.is_empty()).then_some(r.subquestions);
-                    (understand(&normalized, &question, resolved, answers, parts), usage, false)
+                    (understand(&normalized, &question, resolved, (answers, parts), types), usage, false)
                 }
-                (None, usage) => (analyze_in(&normalized, Some(prev)), usage, true),
+                (None, usage) => (analyze_in(&normalized, Some(prev), types), usage, true),
             }
         }
-        _ => (analyze_in(&normalized, previous.as_ref()), Default::default(), false),
+        _ => (analyze_in(&normalized, previous.as_ref(), types), Default::default(), false),
     };
     if let Some(route) = ctx.config.intake.force_route
         && !matches!(analysis.route, Route::Clarify)
@@ -340,6 +343,11 @@ async fn accept(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Analyses `normalized` with the demo graph's entity types.
+    fn analyze(normalized: &str) -> QueryAnalysis {
+        super::analyze(normalized, &crate::stages::fixtures::demo_types())
+    }
 
     #[test]
     fn analysis_extracts_entities_literals_and_type() {
@@ -429,7 +437,7 @@ mod tests {
             clarifying_questions: Vec::new(),
             at_ms: 0,
         };
-        let a = analyze_in("and his mother?", Some(&previous));
+        let a = analyze_in("and his mother?", Some(&previous), &crate::stages::fixtures::demo_types());
         assert_eq!(a.rewritten, "When did Lothair II's mother die");
         assert_eq!(a.entities, vec!["Lothair II".to_string()]);
         assert_eq!(a.route, Route::Enhanced, "a relation of a named entity");
@@ -442,7 +450,7 @@ mod tests {
             clarifying_questions: analyze("his age?").clarifying_questions,
             ..previous
         };
-        let a = analyze_in("Nami", Some(&asked));
+        let a = analyze_in("Nami", Some(&asked), &crate::stages::fixtures::demo_types());
         assert_eq!(a.rewritten, "Nami's age");
         assert_ne!(a.route, Route::Clarify);
     }
