@@ -26,6 +26,12 @@ pub struct BenchReport {
 }
 
 impl BenchReport {
+    /// The mean latency of the successful requests.
+    pub fn mean(&self) -> Duration {
+        let total: Duration = self.latencies.iter().sum();
+        total / (self.latencies.len().max(1) as u32)
+    }
+
     pub fn percentile(&self, p: f64) -> Duration {
         if self.latencies.is_empty() {
             return Duration::ZERO;
@@ -64,12 +70,19 @@ impl std::fmt::Display for BenchReport {
     }
 }
 
-/// Asks `questions` round-robin, `requests` times in all, `concurrency` at a time.
+/// An answer, and the expected one when one is expected.
+fn answered(outcome: &Outcome, expected: Option<&str>) -> bool {
+    matches!(outcome, Outcome::Answer(a) if expected.is_none_or(|e| a.answer == e))
+}
+
+/// Asks `questions` round-robin, `requests` times in all, `concurrency` at a time. With `expected`, an answer
+/// that is not exactly it counts as an error (null work's answers are known).
 pub async fn run(
     config: Config,
     questions: Vec<String>,
     requests: usize,
     concurrency: usize,
+    expected: Option<String>,
 ) -> anyhow::Result<BenchReport> {
     anyhow::ensure!(!questions.is_empty(), "bench needs at least one question");
     let concurrency = concurrency.max(1);
@@ -85,6 +98,7 @@ pub async fn run(
                 .map(|i| {
                     let (client, subjects, q) =
                         (client.clone(), subjects.clone(), questions[i % questions.len()].clone());
+                    let expected = expected.clone();
                     async move {
                         let t = Instant::now();
                         let reply = client::ask_with(
@@ -97,7 +111,7 @@ pub async fn run(
                         )
                         .await
                         .ok()?;
-                        matches!(reply.outcome, Outcome::Answer(_)).then(|| t.elapsed())
+                        answered(&reply.outcome, expected.as_deref()).then(|| t.elapsed())
                     }
                 })
                 .buffer_unordered(concurrency)
@@ -109,10 +123,11 @@ pub async fn run(
             let out = futures::stream::iter(0..requests)
                 .map(|i| {
                     let (node, q) = (node.clone(), questions[i % questions.len()].clone());
+                    let expected = expected.clone();
                     async move {
                         let t = Instant::now();
                         let reply = node.ask(AskRequest::new(q), None).await.ok()?;
-                        matches!(reply.outcome, Outcome::Answer(_)).then(|| t.elapsed())
+                        answered(&reply.outcome, expected.as_deref()).then(|| t.elapsed())
                     }
                 })
                 .buffer_unordered(concurrency)

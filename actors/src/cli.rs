@@ -121,6 +121,13 @@ pub enum Command {
         requests: usize,
         #[arg(long, default_value_t = 1)]
         concurrency: usize,
+        /// Trivial work in every stage around the real runtime, to measure the orchestration alone. Over NATS
+        /// the serving processes need SLEUTH__DEBUG__NULL_WORK_TURNS=<turns> and SLEUTH__INTAKE__FORCE_ROUTE=enhanced
+        #[arg(long)]
+        null_backends: bool,
+        /// Turns per request with --null-backends
+        #[arg(long, default_value_t = 3)]
+        turns: u32,
     },
 }
 
@@ -413,7 +420,26 @@ async fn command(command: Command, config: Config) -> anyhow::Result<ExitCode> {
             }
             Ok(ExitCode::SUCCESS)
         }
-        Command::Bench { questions, requests, concurrency } => {
+        Command::Bench { questions, requests, concurrency, null_backends: true, turns } => {
+            anyhow::ensure!(turns >= 1, "--turns must be at least 1");
+            let mut config = config;
+            config.debug.null_work_turns = turns;
+            config.intake.force_route = Some(sleuth_messages::Route::Enhanced);
+            config.embedder.kind = crate::config::EmbedderKind::None;
+            config.retrieval.demo_corpus = false;
+            let default = "How much does each turn of the agent loop cost in orchestration alone?";
+            let questions = if questions.is_empty() { vec![default.to_string()] } else { questions };
+            let expected = (1..=turns).map(|t| format!("c{t}")).collect::<Vec<_>>().join(" ");
+            let report = crate::bench::run(config, questions, requests, concurrency, Some(expected)).await?;
+            println!("{report}");
+            println!(
+                "null work, {turns} turns per request: {:.1} µs per turn (mean latency / turns), {:.0} turns/s",
+                report.mean().as_secs_f64() * 1e6 / turns as f64,
+                (report.latencies.len() as u64 * turns as u64) as f64 / report.wall.as_secs_f64().max(1e-9)
+            );
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Bench { questions, requests, concurrency, null_backends: false, .. } => {
             let questions = if questions.is_empty() {
                 [
                     "Which anime is Luffy in?",
@@ -426,7 +452,7 @@ async fn command(command: Command, config: Config) -> anyhow::Result<ExitCode> {
             } else {
                 questions
             };
-            let report = crate::bench::run(config, questions, requests, concurrency).await?;
+            let report = crate::bench::run(config, questions, requests, concurrency, None).await?;
             println!("{report}");
             Ok(ExitCode::SUCCESS)
         }

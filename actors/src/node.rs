@@ -29,7 +29,8 @@ use crate::{
     },
     stages::{
         StageLogic, grader::Grader, graph::GraphStage, intake, llm_grader::LlmGrader, llm_planner::LlmPlanner,
-        llm_synthesizer::LlmSynthesizer, planner::Planner, retrieve::Retrieve, synthesizer::Synthesizer,
+        llm_synthesizer::LlmSynthesizer, null::NullWork, planner::Planner, retrieve::Retrieve,
+        synthesizer::Synthesizer,
     },
     store::{
         Conversations, GraphTypes, IndexGeneration, StateStore, bucket::KvBucket, memory::MemoryStore, nats_kv::KvStore,
@@ -100,6 +101,9 @@ fn llm_agent(config: &Config) -> anyhow::Result<Option<LlmAgent>> {
 
 fn logic_for(stage: Stage, ctx: &NodeContext, backends: &Backends) -> anyhow::Result<Option<Arc<dyn StageLogic>>> {
     let config = &ctx.config;
+    if config.debug.null_work_turns > 0 && stage != Stage::Intake {
+        return Ok(Some(Arc::new(NullWork { stage, turns: config.debug.null_work_turns })));
+    }
     let types = ctx.entity_types.clone();
     let resolve_entities = config.graph.resolve_entities;
     Ok(match stage {

@@ -83,3 +83,18 @@ fn ingesting_the_same_documents_twice_changes_nothing() {
     assert!(!bad.status.success());
     assert!(String::from_utf8_lossy(&bad.stderr).contains("does not exist"));
 }
+
+#[test]
+fn the_null_backend_bench_runs_every_request_through_the_real_loop_and_checks_each_answer() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = sleuth(
+        dir.path(),
+        &["bench", "--null-backends", "--turns", "4", "--requests", "20", "--concurrency", "4"],
+        &[],
+    );
+    let (text, err) = (stdout(&out), String::from_utf8_lossy(&out.stderr));
+    assert!(out.status.success(), "{text}\n{err}");
+    // An answer other than "c1 c2 c3 c4" (four turns, one card each) would count as an error.
+    assert!(text.contains("20 requests, concurrency 4 · 0 errors"), "{text}\n{err}");
+    assert!(text.contains("4 turns per request") && text.contains("µs per turn"), "{text}");
+}

@@ -391,6 +391,9 @@ impl Default for EmbedderConfig {
 pub struct DebugConfig {
     /// Every stage in this process sleeps this long before its work (to make crash tests land mid-request).
     pub stage_delay_ms: u64,
+    /// 0: off. T > 0: the planner, retrieve, graph, grader and synthesizer of this process do null work (one
+    /// trivial card per turn, sufficient from turn T on) around the real runtime (`sleuth bench --null-backends`).
+    pub null_work_turns: u32,
 }
 
 #[derive(Debug, thiserror::Error)]

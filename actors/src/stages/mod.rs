@@ -13,6 +13,7 @@ pub mod intake;
 pub mod llm_grader;
 pub mod llm_planner;
 pub mod llm_synthesizer;
+pub mod null;
 pub mod planner;
 pub mod ranking;
 pub mod resolve;
