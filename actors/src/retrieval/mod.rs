@@ -16,7 +16,9 @@ use crate::{
     config::{Config, IndexBackend, RerankKind, RetrievalConfig},
     embed::{self, Embedder},
     graph::{self, GraphStore},
-    index::{Chunk, EdgeIndex, FilterSchema, Lane, PayloadFilter, Point, SearchPlan, ServerIndex, VectorIndex},
+    index::{
+        Candidate, Chunk, EdgeIndex, FilterSchema, Lane, PayloadFilter, Point, SearchPlan, ServerIndex, VectorIndex,
+    },
 };
 use bm25::Bm25;
 use rerank::{FeatureReranker, KeepFused, Reranker};
@@ -135,7 +137,7 @@ impl Retriever {
             Lane::Dense(v) => Some(v.clone()),
             Lane::Sparse(_) => None,
         });
-        let candidates = index.search(&plan).await?;
+        let candidates = in_score_order(index.search(&plan).await?);
         let ranked = self.reranker.rerank(query, question_dense.as_deref(), candidates).await?;
         Ok(ranked.into_iter().take(limit).map(|c| c.hit).collect())
     }
@@ -155,7 +157,7 @@ impl Retriever {
             return Ok(Vec::new());
         }
         let plan = self.plan_of(vec![Lane::Sparse(sparse)], filter, self.settings.prefetch_limit.max(limit));
-        let mut hits: Vec<Hit> = self.index.search(&plan).await?.into_iter().map(|c| c.hit).collect();
+        let mut hits: Vec<Hit> = in_score_order(self.index.search(&plan).await?).into_iter().map(|c| c.hit).collect();
         let exact = |h: &Hit| literals.iter().all(|l| h.text.contains(l.as_str()) || h.title.contains(l.as_str()));
         // Stable: BM25 order within each group.
         hits.sort_by_key(|h| !exact(h));
@@ -214,4 +216,12 @@ async fn open_index(
     };
     let in_process = settings.backend == IndexBackend::Edge;
     Ok(Arc::new(crate::index::traced::Traced { inner, collection: collection.to_string(), in_process }))
+}
+
+/// Candidates best first, ties broken by id. The engine's order among equal scores varies from run to run on
+/// the same index, and a tie at the top decides which entity a name resolves to: without this, the same question
+/// could get two different answers.
+fn in_score_order(mut candidates: Vec<Candidate>) -> Vec<Candidate> {
+    candidates.sort_by(|a, b| b.hit.score.total_cmp(&a.hit.score).then_with(|| a.hit.id.cmp(&b.hit.id)));
+    candidates
 }
