@@ -16,7 +16,16 @@ fn sleuth(data_dir: &std::path::Path, args: &[&str], env: &[(&str, &str)]) -> Ou
     cmd.output().expect("sleuth runs")
 }
 
+/// What a successful run printed. A failed run fails the test with its exit status and everything it printed
+/// to stderr, so a failure says why instead of showing an empty stdout.
 fn stdout(o: &Output) -> String {
+    assert!(
+        o.status.success(),
+        "sleuth failed ({}); its stdout:\n{}\nits stderr:\n{}",
+        o.status,
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    );
     String::from_utf8_lossy(&o.stdout).to_string()
 }
 
@@ -68,17 +77,23 @@ fn ingesting_the_same_documents_twice_changes_nothing() {
     };
     write("The beta document.");
     let data = dir.path().join("data");
-    let first = stdout(&sleuth(&data, &["ingest", "docs", docs.to_str().unwrap()], &[]));
-    assert!(first.contains("2 new, 0 replaced, 0 unchanged"), "{first}");
-    let again = stdout(&sleuth(&data, &["ingest", "docs", docs.to_str().unwrap()], &[]));
-    assert!(again.contains("0 new, 0 replaced, 2 unchanged"), "{again}");
+    // Each run's stdout, checked with its stderr in the message.
+    let run = |args: &[&str], expected: &str| {
+        let out = sleuth(&data, args, &[]);
+        let printed = stdout(&out);
+        assert!(
+            printed.contains(expected),
+            "{args:?}: expected {expected:?} in\n{printed}\nstderr:\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    };
+    let docs = docs.to_str().unwrap();
+    run(&["ingest", "docs", docs], "2 new, 0 replaced, 0 unchanged");
+    run(&["ingest", "docs", docs], "0 new, 0 replaced, 2 unchanged");
     write("The beta document, revised.");
-    let changed = stdout(&sleuth(&data, &["ingest", "docs", docs.to_str().unwrap()], &[]));
-    assert!(changed.contains("0 new, 1 replaced, 1 unchanged"), "{changed}");
-    let deleted = stdout(&sleuth(&data, &["ingest", "delete", "b", "zzz"], &[]));
-    assert!(deleted.contains("deleted 1 of 2 documents"), "{deleted}");
-    let back = stdout(&sleuth(&data, &["ingest", "docs", docs.to_str().unwrap()], &[]));
-    assert!(back.contains("1 new, 0 replaced, 1 unchanged"), "{back}");
+    run(&["ingest", "docs", docs], "0 new, 1 replaced, 1 unchanged");
+    run(&["ingest", "delete", "b", "zzz"], "deleted 1 of 2 documents");
+    run(&["ingest", "docs", docs], "1 new, 0 replaced, 1 unchanged");
     let bad = sleuth(&data, &["ingest", "docs", "/nonexistent/file.jsonl"], &[]);
     assert!(!bad.status.success());
     assert!(String::from_utf8_lossy(&bad.stderr).contains("does not exist"));
