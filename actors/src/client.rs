@@ -99,6 +99,9 @@ pub fn render_plan(plan: &PlannerState) -> String {
     )
 }
 
+/// How long a question may go without a sign that an intake replica took it up before it is sent again.
+pub const RESEND_AFTER: Duration = Duration::from_secs(2);
+
 /// Sends `request` to `sleuth.v1.ask` and waits for the reply. With `on_event`, prints progress as it happens.
 pub async fn ask_remote(
     url: &str,
@@ -130,17 +133,36 @@ pub async fn ask_with(
     let mut replies = client.subscribe(inbox.clone()).await.context("cannot subscribe to the reply inbox")?;
     let mut headers = async_nats::HeaderMap::new();
     trace.to_nats(&mut headers);
-    client
-        .publish_with_reply_and_headers(subjects.ask(), inbox, headers, payload.into())
-        .await
-        .context("cannot send the question")?;
-    client.flush().await?;
+    let payload = bytes::Bytes::from(payload);
+    let send = || {
+        let (subject, inbox, headers, payload) = (subjects.ask(), inbox.clone(), headers.clone(), payload.clone());
+        async move {
+            client
+                .publish_with_reply_and_headers(subject, inbox, headers, payload)
+                .await
+                .context("cannot send the question")?;
+            client.flush().await.context("cannot send the question")
+        }
+    };
+    send().await?;
+    // A question is core NATS: an intake replica that dies holding it loses it. Until the request shows a sign of
+    // life (its `accepted` event, or any reply), send it again under the same request id, which intake treats
+    // as the same request (it never starts a request twice).
+    let mut resend = tokio::time::interval_at(tokio::time::Instant::now() + RESEND_AFTER, RESEND_AFTER);
+    let mut taken_up = false;
     // A stage that re-publishes after a redelivery sends an event again (JetStream keeps one copy, but a core
     // subscriber sees both): show each once.
     let mut seen = std::collections::HashSet::new();
     let wait = async {
         loop {
             tokio::select! {
+                _ = resend.tick(), if !taken_up => {
+                    tracing::info!(%request_id, "no intake has taken the question up yet: sending it again");
+                    if let Err(e) = send().await {
+                        // The connection is down: the client reconnects on its own, and the next tick tries again.
+                        tracing::warn!(%request_id, error = format!("{e:#}"), "cannot send the question again yet");
+                    }
+                }
                 reply = replies.next() => {
                     let reply = reply.context("reply inbox closed")?;
                     if reply.status == Some(async_nats::StatusCode::NO_RESPONDERS) {
@@ -156,6 +178,7 @@ pub async fn ask_with(
                 }
                 Some(event) = events.next() => {
                     let Ok((event, _)) = codec::decode::<Event>(&event.payload) else { continue };
+                    taken_up = true;
                     if !seen.insert(event.msg_id()) {
                         continue;
                     }

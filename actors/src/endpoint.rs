@@ -75,24 +75,23 @@ pub async fn ask_endpoint(
         .map_err(|e| anyhow::anyhow!("cannot add the ask endpoint: {e}"))
 }
 
-/// Accepts questions until the endpoint closes. The answer is published later to the request's reply inbox
-/// by whichever replica finishes the loop; only invalid requests are answered here.
-pub async fn serve_ask(ctx: Arc<NodeContext>, mut endpoint: async_nats::service::endpoint::Endpoint) {
-    while let Some(request) = endpoint.next().await {
-        let payload = &request.message.payload;
-        let encoding = Encoding::detect(payload);
-        let trace = TraceHeaders::from_nats(request.message.headers.as_ref());
-        let reply = request.message.reply.as_ref().map(|s| ReplyTo { subject: s.to_string(), encoding });
-        let outcome = match codec::decode::<AskRequest>(payload) {
-            Ok((ask, _)) => intake::submit(&ctx, ask, reply, &trace).await.map(|_| ()),
-            Err(e) => Err(e.into()),
-        };
-        if let Err(error) = outcome {
-            tracing::warn!(error = %error, "rejected ask request");
-            let body = codec::encode(&AskReply::error(error), encoding).unwrap_or_default();
-            if let Err(e) = request.respond(Ok(Bytes::from(body))).await {
-                tracing::warn!(error = %e, "cannot answer rejected request");
-            }
+/// Accepts one question. The answer is published later to the request's reply inbox by whichever replica
+/// finishes the loop; only an invalid request is answered here. Intake's [`crate::runtime::responder`] pool
+/// calls it for every request to `sleuth.v1.ask`.
+pub async fn answer_ask(ctx: Arc<NodeContext>, request: async_nats::service::Request) {
+    let payload = &request.message.payload;
+    let encoding = Encoding::detect(payload);
+    let trace = TraceHeaders::from_nats(request.message.headers.as_ref());
+    let reply = request.message.reply.as_ref().map(|s| ReplyTo { subject: s.to_string(), encoding });
+    let outcome = match codec::decode::<AskRequest>(payload) {
+        Ok((ask, _)) => intake::submit(&ctx, ask, reply, &trace).await.map(|_| ()),
+        Err(e) => Err(e.into()),
+    };
+    if let Err(error) = outcome {
+        tracing::warn!(error = %error, "rejected ask request");
+        let body = codec::encode(&AskReply::error(error), encoding).unwrap_or_default();
+        if let Err(e) = request.respond(Ok(Bytes::from(body))).await {
+            tracing::warn!(error = %e, "cannot answer rejected request");
         }
     }
 }

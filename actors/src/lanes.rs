@@ -4,9 +4,8 @@
 
 use std::sync::Arc;
 
-use async_nats::service::{Service, endpoint::Endpoint};
+use async_nats::service::{Request, Service, endpoint::Endpoint};
 use bytes::Bytes;
-use futures::StreamExt;
 use serde::de::DeserializeOwned;
 use sleuth_messages::{
     EntitiesReply, EntityRecord, EntityType, ErrorKind, ErrorResponse, HydrateRequest, MAX_HYDRATE_IDS,
@@ -36,27 +35,25 @@ pub async fn endpoints(
     Ok((add("search", search_subject).await?, add("hydrate", hydrate_subject).await?))
 }
 
-/// Answers one lane until its endpoint closes.
-pub async fn serve<R, F, Fut>(mut endpoint: Endpoint, store: Arc<dyn GraphStore>, answer: F)
+/// Answers one request of a lane; the graph stage's [`crate::runtime::responder`] pools call it.
+pub async fn answer<R, F, Fut>(store: Arc<dyn GraphStore>, answer: F, request: Request)
 where
     R: DeserializeOwned,
     F: Fn(Arc<dyn GraphStore>, R) -> Fut,
     Fut: std::future::Future<Output = Result<Vec<EntityRecord>, ErrorResponse>>,
 {
-    while let Some(request) = endpoint.next().await {
-        let payload = &request.message.payload;
-        let encoding = sleuth_messages::Encoding::detect(payload);
-        let reply = match codec::decode::<R>(payload) {
-            Ok((req, _)) => match answer(store.clone(), req).await {
-                Ok(entities) => EntitiesReply { entities, error: None },
-                Err(error) => EntitiesReply { entities: Vec::new(), error: Some(error) },
-            },
-            Err(e) => EntitiesReply { entities: Vec::new(), error: Some(e.into()) },
-        };
-        let body = codec::encode(&reply, encoding).unwrap_or_default();
-        if let Err(e) = request.respond(Ok(Bytes::from(body))).await {
-            tracing::warn!(error = %e, "cannot answer a lane request");
-        }
+    let payload = &request.message.payload;
+    let encoding = sleuth_messages::Encoding::detect(payload);
+    let reply = match codec::decode::<R>(payload) {
+        Ok((req, _)) => match answer(store, req).await {
+            Ok(entities) => EntitiesReply { entities, error: None },
+            Err(error) => EntitiesReply { entities: Vec::new(), error: Some(error) },
+        },
+        Err(e) => EntitiesReply { entities: Vec::new(), error: Some(e.into()) },
+    };
+    let body = codec::encode(&reply, encoding).unwrap_or_default();
+    if let Err(e) = request.respond(Ok(Bytes::from(body))).await {
+        tracing::warn!(error = %e, "cannot answer a lane request");
     }
 }
 

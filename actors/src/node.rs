@@ -22,8 +22,10 @@ use crate::{
     llm::{LlmAgent, LlmClient},
     retrieval::{Retriever, cache::RetrievalCache},
     runtime::{
-        Cancellations, NodeContext, Stats, cancel, dead_letters, startup,
-        supervisor::{NodeSupervisor, StageArgs},
+        Cancellations, NodeContext, Stats, cancel, dead_letters,
+        responder::ResponderArgs,
+        startup,
+        supervisor::{NodeSupervisor, Pool, StageArgs},
         watchdog,
         worker::WorkerArgs,
     },
@@ -154,14 +156,14 @@ impl Node {
             None => graph::open(&config).await?,
         };
         let bus: Arc<dyn Bus> = MemoryBus::new(config.nats.max_deliver.max(1) as u32);
-        let store: Arc<dyn StateStore> = Arc::new(MemoryStore::default());
+        let store: Arc<dyn StateStore> = Arc::new(MemoryStore::new(config.loop_ttl()));
         let llm = llm_agent(&config)?;
         let entity_types = KnownTypes::new(entity_types(&config, Some(&graph)).await);
         let ctx =
             Arc::new(NodeContext { rewriter: llm.clone(), entity_types, ..NodeContext::in_memory(config, bus, store) });
         let cache = RetrievalCache::from_config(&ctx.config.intake);
         let backends = Backends { retriever: Some(retriever), graph: Some(graph), llm, cache };
-        Node::start(ctx, &ALL_STAGES, backends, Vec::new(), Arc::new(Health::default())).await
+        Node::start(ctx, &ALL_STAGES, backends, Vec::new(), Vec::new(), Arc::new(Health::default())).await
     }
 
     /// The given stages of this process, attached to NATS. `health` is what the process's `/readyz` reports.
@@ -254,33 +256,40 @@ impl Node {
         }
         let mut services = Vec::new();
         let mut status_tasks = Vec::new();
-        let mut ask = None;
-        let mut lanes = None;
+        let mut responders = Vec::new();
         for stage in stages {
             let cache = if *stage == Stage::Retrieve { cache.clone() } else { None };
             let (service, status) =
                 endpoint::register_service(&client, &ctx.subjects, *stage, ctx.stats.clone(), cache).await?;
             status_tasks.push(status);
             if *stage == Stage::Intake {
-                ask = Some(endpoint::ask_endpoint(&service, &ctx).await?);
+                let ask = endpoint::ask_endpoint(&service, &ctx).await?;
+                let answer_ctx = ctx.clone();
+                responders.push(ResponderArgs::new(ctx.clone(), Stage::Intake, "ask", ask, move |request| {
+                    endpoint::answer_ask(answer_ctx.clone(), request)
+                }));
             }
-            if *stage == Stage::Graph {
-                lanes = Some(crate::lanes::endpoints(&service, ctx.subjects.search(), ctx.subjects.hydrate()).await?);
+            if *stage == Stage::Graph
+                && let Some(store) = &graph
+            {
+                let (search, hydrate) =
+                    crate::lanes::endpoints(&service, ctx.subjects.search(), ctx.subjects.hydrate()).await?;
+                let on = store.clone();
+                responders.push(ResponderArgs::new(ctx.clone(), Stage::Graph, "search", search, move |request| {
+                    crate::lanes::answer(on.clone(), crate::lanes::search, request)
+                }));
+                let on = store.clone();
+                responders.push(ResponderArgs::new(ctx.clone(), Stage::Graph, "hydrate", hydrate, move |request| {
+                    crate::lanes::answer(on.clone(), crate::lanes::hydrate, request)
+                }));
             }
             services.push(service);
         }
         let backends = Backends { retriever, graph: graph.clone(), llm, cache };
-        let mut node = Node::start(ctx.clone(), stages, backends, services, health).await?;
+        let mut node = Node::start(ctx.clone(), stages, backends, services, responders, health).await?;
         node._graph_owner = graph_owner;
         node.tasks.extend(status_tasks);
         node.tasks.extend(follows_types);
-        if let Some(ask) = ask {
-            node.tasks.push(tokio::spawn(endpoint::serve_ask(ctx, ask)));
-        }
-        if let (Some((search, hydrate)), Some(store)) = (lanes, graph) {
-            node.tasks.push(tokio::spawn(crate::lanes::serve(search, store.clone(), crate::lanes::search)));
-            node.tasks.push(tokio::spawn(crate::lanes::serve(hydrate, store, crate::lanes::hydrate)));
-        }
         Ok(node)
     }
 
@@ -289,6 +298,7 @@ impl Node {
         stages: &[Stage],
         backends: Backends,
         services: Vec<async_nats::service::Service>,
+        responders: Vec<ResponderArgs>,
         health: Arc<Health>,
     ) -> anyhow::Result<Node> {
         // Downstream first, so nothing is published to a stage that is not consuming yet.
@@ -302,11 +312,15 @@ impl Node {
             let queue = ctx.bus.work_queue(stage).await?;
             queues.push(queue.clone());
             args.push(StageArgs {
-                worker: WorkerArgs { ctx: ctx.clone(), logic, queue },
+                pool: Pool::Work(WorkerArgs { ctx: ctx.clone(), logic, queue }),
                 workers: ctx.config.stages.workers,
             });
             consuming.push(stage);
         }
+        // Intake's questions and the graph's lanes are answered by supervised pools too.
+        args.extend(
+            responders.into_iter().map(|r| StageArgs { pool: Pool::Respond(r), workers: ctx.config.stages.workers }),
+        );
         let (supervisor, supervisor_handle) =
             Actor::spawn(None, NodeSupervisor, args).await.context("cannot start the supervisors")?;
         let mut tasks = Vec::new();

@@ -17,7 +17,7 @@ pub fn unique(name: &str) -> String {
     format!("{name}_{}", uuid::Uuid::new_v4().simple().to_string().get(..8).unwrap_or("x"))
 }
 
-use std::{sync::Arc, time::Duration};
+use std::{collections::HashMap, sync::Arc, time::Duration};
 
 use futures::StreamExt;
 use sleuth_actors::{
@@ -25,7 +25,7 @@ use sleuth_actors::{
     config::Config,
     store::{StateStore, nats_kv::KvStore},
 };
-use sleuth_messages::{Event, LoopState};
+use sleuth_messages::{Event, EventKind, LoopState, codec};
 
 /// Every event of a request, collected until none arrives for `settle`.
 pub async fn events_of(config: &Config, request_id: uuid::Uuid, settle: Duration) -> Vec<Event> {
@@ -48,4 +48,34 @@ pub async fn stored_state(config: &Config, request_id: uuid::Uuid) -> Option<Loo
     let ttl = Duration::from_secs(config.nats.loop_ttl_s);
     let store = KvStore::open(&js, &config.subjects().loops_bucket(), ttl, config.nats.replicas).await.expect("kv");
     store.load(request_id).await.expect("load").map(|(s, _)| s)
+}
+
+/// Every `final` event the deployment's events stream holds, counted per request: more than one for a request
+/// means a final event was stored twice.
+pub async fn final_events(config: &Config) -> HashMap<uuid::Uuid, usize> {
+    let url = config.nats.url.clone().unwrap();
+    let client = sleuth_actors::bus::nats::connect(&url, "sleuth test").await.unwrap();
+    let js = async_nats::jetstream::new(client);
+    let subjects = config.subjects();
+    let stream = js.get_stream(subjects.events_stream()).await.expect("the events stream");
+    let consumer = stream
+        .create_consumer(async_nats::jetstream::consumer::pull::OrderedConfig {
+            filter_subject: subjects.events_all(),
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    let mut messages = consumer.messages().await.unwrap();
+    let mut finals = HashMap::new();
+    while let Ok(Some(Ok(message))) = tokio::time::timeout(Duration::from_secs(3), messages.next()).await {
+        if let Ok((event, _)) = codec::decode::<Event>(&message.payload)
+            && event.kind == EventKind::Final
+        {
+            *finals.entry(event.request_id).or_insert(0) += 1;
+        }
+        if message.info().is_ok_and(|i| i.pending == 0) {
+            break;
+        }
+    }
+    finals
 }

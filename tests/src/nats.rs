@@ -10,6 +10,8 @@ pub struct NatsServer {
     pub url: String,
     child: Option<Child>,
     _store: Option<tempfile::TempDir>,
+    /// How this server was started, so [`NatsServer::start_again`] can bring it back on the same port and store.
+    args: Vec<std::ffi::OsString>,
 }
 
 impl Drop for NatsServer {
@@ -21,6 +23,57 @@ impl Drop for NatsServer {
     }
 }
 
+impl NatsServer {
+    /// Stops the server: SIGTERM (nats-server shuts down cleanly, flushing its store) when `graceful`, else
+    /// SIGKILL. Its store stays for [`NatsServer::start_again`].
+    pub fn stop(&mut self, graceful: bool) {
+        let child = self.child.as_mut().expect("only a server this test started can be stopped");
+        if graceful {
+            let _ = Command::new("kill").args(["-TERM", &child.id().to_string()]).status();
+        } else {
+            let _ = child.kill();
+        }
+        let _ = child.wait();
+    }
+
+    /// Starts the server again on the same port and store, as a restarted pod would.
+    pub fn start_again(&mut self) {
+        assert!(!self.args.is_empty(), "only a server of `own_nats_server` can be started again");
+        let port: u16 = self.url.rsplit(':').next().and_then(|p| p.parse().ok()).expect("port in the url");
+        let mut cmd = Command::new("nats-server");
+        cmd.args(&self.args);
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            let store = tempfile::tempdir().expect("temporary directory");
+            // `spawn` owns a store directory; the real one stays in `self`.
+            match spawn(cmd, port, store) {
+                Some(mut server) => {
+                    self.child = server.child.take();
+                    return;
+                }
+                None => {
+                    // The port may still be held for a moment after the old process died.
+                    assert!(Instant::now() < deadline, "nats-server did not start again on port {port}");
+                    std::thread::sleep(Duration::from_millis(200));
+                    cmd = Command::new("nats-server");
+                    cmd.args(&self.args);
+                }
+            }
+        }
+    }
+}
+
+/// A `nats-server -js` of the test's own, even when `SLEUTH_TEST_NATS_URL` is set: for tests that stop and
+/// restart the server.
+pub fn own_nats_server() -> NatsServer {
+    for _ in 0..5 {
+        if let Some(server) = start_on(free_port()) {
+            return server;
+        }
+    }
+    panic!("nats-server exited right after starting on five different ports; run `nats-server -js` by hand to see why");
+}
+
 fn free_port() -> u16 {
     TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).map(|a| a.port()).expect("no free port")
 }
@@ -30,7 +83,7 @@ pub fn nats_server() -> NatsServer {
     if let Ok(url) = std::env::var("SLEUTH_TEST_NATS_URL")
         && !url.is_empty()
     {
-        return NatsServer { url, child: None, _store: None };
+        return NatsServer { url, child: None, _store: None, args: Vec::new() };
     }
     // A port found free can be taken before nats-server binds it (tests run in parallel), and then another
     // test's server answers on it and dies with that test. So the server must still be running once the
@@ -88,8 +141,16 @@ pub fn url_as(server: &NatsServer, user: &str) -> String {
 fn start_on(port: u16) -> Option<NatsServer> {
     let store = tempfile::tempdir().expect("cannot create a temporary directory");
     let mut cmd = Command::new("nats-server");
-    cmd.args(["-js", "-a", "127.0.0.1", "-p", &port.to_string(), "-sd"]).arg(store.path());
-    spawn(cmd, port, store)
+    let args: Vec<std::ffi::OsString> = ["-js", "-a", "127.0.0.1", "-p", &port.to_string(), "-sd"]
+        .into_iter()
+        .map(Into::into)
+        .chain([store.path().as_os_str().to_owned()])
+        .collect();
+    cmd.args(&args);
+    spawn(cmd, port, store).map(|mut server| {
+        server.args = args;
+        server
+    })
 }
 
 fn spawn(mut cmd: Command, port: u16, store: tempfile::TempDir) -> Option<NatsServer> {
@@ -119,5 +180,10 @@ fn spawn(mut cmd: Command, port: u16, store: tempfile::TempDir) -> Option<NatsSe
     if let Ok(Some(_)) = child.try_wait() {
         return None;
     }
-    Some(NatsServer { url: format!("nats://127.0.0.1:{port}"), child: Some(child), _store: Some(store) })
+    Some(NatsServer {
+        url: format!("nats://127.0.0.1:{port}"),
+        child: Some(child),
+        _store: Some(store),
+        args: Vec::new(),
+    })
 }

@@ -221,6 +221,7 @@ impl NatsBus {
                     ack_policy: AckPolicy::Explicit,
                     ack_wait: self.config.ack_wait(),
                     max_deliver: self.config.nats.max_deliver,
+                    max_ack_pending: self.config.nats.max_ack_pending,
                     ..Default::default()
                 },
             )

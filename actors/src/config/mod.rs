@@ -181,8 +181,13 @@ pub struct NatsConfig {
     pub prefix: String,
     /// Appended to stream, consumer and bucket names so several deployments can share one server.
     pub suffix: String,
+    /// How long a stage may hold a message without acking it (a live stage extends it with in-progress acks
+    /// every third of it), so the message of a killed stage is redelivered after at most this.
     pub ack_wait_ms: u64,
     pub max_deliver: i64,
+    /// Unacked messages a stage's consumer may have out at once, across its replicas: beyond it the stage
+    /// receives nothing more until it acks, so an overloaded stage holds work back in the stream.
+    pub max_ack_pending: i64,
     pub duplicate_window_s: u64,
     /// How long a request's loop state is kept.
     pub loop_ttl_s: u64,
@@ -197,8 +202,9 @@ impl Default for NatsConfig {
             url: None,
             prefix: sleuth_messages::subjects::DEFAULT_PREFIX.to_string(),
             suffix: String::new(),
-            ack_wait_ms: 30_000,
+            ack_wait_ms: 4_000,
             max_deliver: 5,
+            max_ack_pending: 1_000,
             duplicate_window_s: 120,
             loop_ttl_s: 3600,
             events_max_age_s: 3600,
@@ -454,6 +460,9 @@ impl Config {
         if self.nats.ack_wait_ms < 100 {
             return bad("nats.ack_wait_ms", "must be at least 100");
         }
+        if self.nats.max_ack_pending < 1 {
+            return bad("nats.max_ack_pending", "must be at least 1");
+        }
         if self.nats.duplicate_window_s == 0 || self.nats.duplicate_window_s > self.nats.loop_ttl_s {
             return bad("nats.duplicate_window_s", "must be positive and no longer than nats.loop_ttl_s");
         }
@@ -582,6 +591,11 @@ impl Config {
 
     pub fn ack_wait(&self) -> Duration {
         Duration::from_millis(self.nats.ack_wait_ms)
+    }
+
+    /// How long a request's loop state is kept after its last write, in the KV bucket and in memory.
+    pub fn loop_ttl(&self) -> Duration {
+        Duration::from_secs(self.nats.loop_ttl_s)
     }
 
     pub fn subjects(&self) -> sleuth_messages::subjects::Subjects {

@@ -6,6 +6,7 @@ pub mod dead_letters;
 pub mod finish;
 pub mod handler;
 pub mod kv;
+pub mod responder;
 pub mod startup;
 mod stats;
 pub mod supervisor;

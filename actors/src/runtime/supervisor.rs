@@ -1,20 +1,61 @@
-//! Supervision: a [`NodeSupervisor`] owns one [`StageSupervisor`] per stage, and each stage supervisor owns a
-//! pool of [`Worker`]s. Failed children are restarted and the restarts counted.
+//! Supervision: a [`NodeSupervisor`] owns one [`StageSupervisor`] per pool, and each stage supervisor owns a
+//! pool of [`Worker`]s (a stage's work queue) or of [`Responder`]s (a request/reply endpoint: intake's `ask`,
+//! the graph's lanes). Failed children are restarted and the restarts counted.
 
-use ractor::{Actor, ActorProcessingErr, ActorRef, SupervisionEvent};
+use std::sync::Arc;
+
+use ractor::{Actor, ActorCell, ActorProcessingErr, ActorRef, SpawnErr, SupervisionEvent};
 use sleuth_messages::Stage;
 
-use super::worker::{Worker, WorkerArgs, WorkerMsg};
+use super::{
+    NodeContext,
+    responder::{Responder, ResponderArgs},
+    worker::{Worker, WorkerArgs},
+};
+
+/// What a pool's actors take their work from.
+#[derive(Clone)]
+pub enum Pool {
+    /// A stage's work queue.
+    Work(WorkerArgs),
+    /// A request/reply endpoint.
+    Respond(ResponderArgs),
+}
 
 #[derive(Clone)]
 pub struct StageArgs {
-    pub worker: WorkerArgs,
+    pub pool: Pool,
     pub workers: usize,
 }
 
 impl StageArgs {
     fn stage(&self) -> Stage {
-        self.worker.logic.stage()
+        match &self.pool {
+            Pool::Work(args) => args.logic.stage(),
+            Pool::Respond(args) => args.stage,
+        }
+    }
+
+    fn ctx(&self) -> &Arc<NodeContext> {
+        match &self.pool {
+            Pool::Work(args) => &args.ctx,
+            Pool::Respond(args) => &args.ctx,
+        }
+    }
+
+    fn what(&self) -> &'static str {
+        match &self.pool {
+            Pool::Work(_) => "work queue",
+            Pool::Respond(args) => args.name,
+        }
+    }
+
+    /// Starts one actor of the pool, linked to `supervisor`.
+    async fn spawn(&self, supervisor: ActorCell) -> Result<ActorCell, SpawnErr> {
+        Ok(match &self.pool {
+            Pool::Work(args) => Actor::spawn_linked(None, Worker, args.clone(), supervisor).await?.0.get_cell(),
+            Pool::Respond(args) => Actor::spawn_linked(None, Responder, args.clone(), supervisor).await?.0.get_cell(),
+        })
     }
 }
 
@@ -22,7 +63,7 @@ pub struct StageSupervisor;
 
 pub struct StageState {
     args: StageArgs,
-    workers: Vec<ActorRef<WorkerMsg>>,
+    workers: Vec<ActorCell>,
 }
 
 impl Actor for StageSupervisor {
@@ -33,10 +74,9 @@ impl Actor for StageSupervisor {
     async fn pre_start(&self, myself: ActorRef<()>, args: StageArgs) -> Result<StageState, ActorProcessingErr> {
         let mut workers = Vec::with_capacity(args.workers);
         for _ in 0..args.workers {
-            let (worker, _) = Actor::spawn_linked(None, Worker, args.worker.clone(), myself.get_cell()).await?;
-            workers.push(worker);
+            workers.push(args.spawn(myself.get_cell()).await?);
         }
-        tracing::info!(stage = %args.stage(), workers = args.workers, "stage started");
+        tracing::info!(stage = %args.stage(), of = args.what(), workers = args.workers, "stage started");
         Ok(StageState { args, workers })
     }
 
@@ -49,11 +89,10 @@ impl Actor for StageSupervisor {
         match event {
             SupervisionEvent::ActorFailed(cell, err) => {
                 let stage = state.args.stage();
-                state.args.worker.ctx.stats.incr(stage, super::Counter::Restarts);
-                tracing::error!(stage = %stage, error = %err, "worker failed, restarting it");
+                state.args.ctx().stats.incr(stage, super::Counter::Restarts);
+                tracing::error!(stage = %stage, of = state.args.what(), error = %err, "worker failed, restarting it");
                 state.workers.retain(|w| w.get_id() != cell.get_id());
-                let (worker, _) =
-                    Actor::spawn_linked(None, Worker, state.args.worker.clone(), myself.get_cell()).await?;
+                let worker = state.args.spawn(myself.get_cell()).await?;
                 state.workers.push(worker);
             }
             SupervisionEvent::ActorTerminated(cell, _, _) => {
@@ -97,7 +136,7 @@ impl Actor for NodeSupervisor {
             && let Some(i) = state.stages.iter().position(|(_, s)| s.get_id() == cell.get_id())
         {
             let args = state.stages[i].0.clone();
-            args.worker.ctx.stats.incr(args.stage(), super::Counter::StageRestarts);
+            args.ctx().stats.incr(args.stage(), super::Counter::StageRestarts);
             tracing::error!(stage = %args.stage(), error = %err, "stage supervisor failed, restarting it");
             let (sup, _) = Actor::spawn_linked(None, StageSupervisor, args.clone(), myself.get_cell()).await?;
             state.stages[i] = (args, sup);

@@ -13,7 +13,7 @@ use sleuth_messages::{AskRequest, EventBody, LoopState, Outcome, Stage, WorkItem
 
 use super::{
     Counter, NodeContext,
-    supervisor::{NodeSupervisor, StageArgs},
+    supervisor::{NodeSupervisor, Pool, StageArgs},
     worker::WorkerArgs,
 };
 use crate::{
@@ -89,7 +89,7 @@ async fn harness(grader: Arc<dyn StageLogic>, max_deliver: i64) -> Harness {
     let mut args = Vec::new();
     for logic in logics {
         let queue = ctx.bus.work_queue(logic.stage()).await.unwrap();
-        args.push(StageArgs { worker: WorkerArgs { ctx: ctx.clone(), logic, queue }, workers: 1 });
+        args.push(StageArgs { pool: Pool::Work(WorkerArgs { ctx: ctx.clone(), logic, queue }), workers: 1 });
     }
     Actor::spawn(None, NodeSupervisor, args).await.unwrap();
     tokio::spawn(super::dead_letters::watch(ctx.clone(), Stage::ALL.to_vec()));

@@ -1,17 +1,81 @@
 //! [`MemoryStore`]: the embedded mode's state store, a map with revisions. Values are stored encoded, exactly
-//! as in the KV bucket, so the embedded mode exercises the same codec.
+//! as in the KV bucket, so the embedded mode exercises the same codec. States expire like the bucket's: `ttl`
+//! after their last write, and a finished request's [`DONE_TTL`] after it finished, so a long-running process
+//! holds only the requests of the last minute or so.
 
-use std::{collections::HashMap, sync::Mutex};
+use std::{
+    collections::HashMap,
+    sync::Mutex,
+    time::{Duration, Instant},
+};
 
 use async_trait::async_trait;
-use sleuth_messages::{Encoding, LoopState, codec};
+use sleuth_messages::{Encoding, LoopState, Phase, codec};
 use uuid::Uuid;
 
 use super::{StateStore, StoreError};
 
-#[derive(Default)]
+/// How long a finished request's state is kept: long enough for a late redelivery to find it done, and for the
+/// caller that waited on it (`sleuth eval`) to read it.
+pub const DONE_TTL: Duration = Duration::from_secs(60);
+
+struct Entry {
+    bytes: Vec<u8>,
+    revision: u64,
+    expires: Instant,
+}
+
 pub struct MemoryStore {
-    entries: Mutex<HashMap<Uuid, (Vec<u8>, u64)>>,
+    ttl: Duration,
+    entries: Mutex<Entries>,
+}
+
+struct Entries {
+    map: HashMap<Uuid, Entry>,
+    /// When expired entries were last removed; a sweep runs at most every [`SWEEP_EVERY`].
+    swept: Instant,
+}
+
+const SWEEP_EVERY: Duration = Duration::from_secs(5);
+
+impl Default for MemoryStore {
+    fn default() -> Self {
+        MemoryStore::new(Duration::from_secs(3600))
+    }
+}
+
+impl MemoryStore {
+    /// A store whose states expire `ttl` after their last write (a finished one sooner, see [`DONE_TTL`]).
+    pub fn new(ttl: Duration) -> MemoryStore {
+        MemoryStore { ttl, entries: Mutex::new(Entries { map: HashMap::new(), swept: Instant::now() }) }
+    }
+
+    fn expiry(&self, state: &LoopState) -> Instant {
+        let ttl = if state.phase == Phase::Done { DONE_TTL.min(self.ttl) } else { self.ttl };
+        Instant::now() + ttl
+    }
+
+    /// States currently held, expired or not yet swept included.
+    pub fn len(&self) -> usize {
+        self.entries.lock().expect("store poisoned").map.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+impl Entries {
+    fn sweep(&mut self, now: Instant) {
+        if now.duration_since(self.swept) >= SWEEP_EVERY {
+            self.map.retain(|_, e| e.expires > now);
+            self.swept = now;
+        }
+    }
+
+    fn live(&mut self, id: &Uuid) -> Option<&mut Entry> {
+        self.map.get_mut(id).filter(|e| e.expires > Instant::now())
+    }
 }
 
 fn encode(state: &LoopState) -> Result<Vec<u8>, StoreError> {
@@ -22,16 +86,19 @@ fn encode(state: &LoopState) -> Result<Vec<u8>, StoreError> {
 impl StateStore for MemoryStore {
     async fn create(&self, state: &LoopState) -> Result<u64, StoreError> {
         let bytes = encode(state)?;
+        let expires = self.expiry(state);
         let mut entries = self.entries.lock().expect("store poisoned");
-        if entries.contains_key(&state.request_id) {
+        entries.sweep(Instant::now());
+        if entries.live(&state.request_id).is_some() {
             return Err(StoreError::AlreadyExists);
         }
-        entries.insert(state.request_id, (bytes, 1));
+        entries.map.insert(state.request_id, Entry { bytes, revision: 1, expires });
         Ok(1)
     }
 
     async fn load(&self, request_id: Uuid) -> Result<Option<(LoopState, u64)>, StoreError> {
-        let entry = self.entries.lock().expect("store poisoned").get(&request_id).cloned();
+        let entry =
+            self.entries.lock().expect("store poisoned").live(&request_id).map(|e| (e.bytes.clone(), e.revision));
         entry
             .map(|(bytes, rev)| {
                 codec::decode::<LoopState>(&bytes)
@@ -43,14 +110,63 @@ impl StateStore for MemoryStore {
 
     async fn compare_and_swap(&self, state: &LoopState, revision: u64) -> Result<u64, StoreError> {
         let bytes = encode(state)?;
+        let expires = self.expiry(state);
         let mut entries = self.entries.lock().expect("store poisoned");
-        match entries.get_mut(&state.request_id) {
-            Some((stored, rev)) if *rev == revision => {
-                *stored = bytes;
-                *rev += 1;
-                Ok(*rev)
+        match entries.live(&state.request_id) {
+            Some(entry) if entry.revision == revision => {
+                entry.bytes = bytes;
+                entry.revision += 1;
+                entry.expires = expires;
+                Ok(entry.revision)
             }
             _ => Err(StoreError::Conflict),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn state(phase: Phase) -> LoopState {
+        let mut state = crate::stages::fixtures::state_for("Which anime is Luffy in?");
+        state.phase = phase;
+        state
+    }
+
+    #[tokio::test]
+    async fn states_expire_after_their_ttl_and_finished_ones_sooner() {
+        let store = MemoryStore::new(Duration::from_millis(200));
+        let running = state(Phase::Planning);
+        store.create(&running).await.unwrap();
+        assert!(store.load(running.request_id).await.unwrap().is_some());
+        tokio::time::sleep(Duration::from_millis(250)).await;
+        assert!(store.load(running.request_id).await.unwrap().is_none(), "expired after its ttl");
+        assert!(
+            matches!(store.compare_and_swap(&running, 1).await, Err(StoreError::Conflict)),
+            "an expired state cannot be updated"
+        );
+
+        let store = MemoryStore::new(Duration::from_secs(3600));
+        let mut done = state(Phase::Planning);
+        store.create(&done).await.unwrap();
+        done.phase = Phase::Done;
+        store.compare_and_swap(&done, 1).await.unwrap();
+        let expires = store.entries.lock().unwrap().map[&done.request_id].expires;
+        assert!(expires <= Instant::now() + DONE_TTL, "a finished request is kept only {DONE_TTL:?}");
+    }
+
+    #[tokio::test]
+    async fn expired_states_are_swept_out_of_memory() {
+        let store = MemoryStore::new(Duration::from_millis(10));
+        for _ in 0..100 {
+            store.create(&state(Phase::Planning)).await.unwrap();
+        }
+        assert_eq!(store.len(), 100);
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        // The next write after SWEEP_EVERY removes what expired.
+        store.entries.lock().unwrap().swept = Instant::now() - SWEEP_EVERY;
+        store.create(&state(Phase::Planning)).await.unwrap();
+        assert_eq!(store.len(), 1);
     }
 }
