@@ -20,13 +20,7 @@ use crate::{
 pub async fn remote_state(url: &str, config: &Config, request_id: uuid::Uuid) -> anyhow::Result<Option<LoopState>> {
     let client = crate::bus::nats::connect(url, "sleuth ask").await?;
     let js = async_nats::jetstream::new(client);
-    let store = KvStore::open(
-        &js,
-        &config.subjects().loops_bucket(),
-        Duration::from_secs(config.nats.loop_ttl_s),
-        config.nats.replicas,
-    )
-    .await?;
+    let store = KvStore::open(&js, &config.subjects().loops_bucket(), config.loop_ttl(), config.nats.replicas).await?;
     Ok(store.load(request_id).await?.map(|(state, _)| state))
 }
 
@@ -60,7 +54,7 @@ pub async fn setup(config: &Config) -> anyhow::Result<String> {
     let consumers = bus.provision_consumers().await?;
     let subjects = config.subjects();
     let (js, replicas) = (bus.jetstream(), config.nats.replicas);
-    let loops = Duration::from_secs(config.nats.loop_ttl_s);
+    let loops = config.loop_ttl();
     KvStore::open(js, &subjects.loops_bucket(), loops, replicas).await?;
     let conversations = Duration::from_secs(config.intake.conversation_ttl_s);
     let description = "sleuth conversations, one key per conversation_id";

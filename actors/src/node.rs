@@ -180,7 +180,7 @@ impl Node {
         });
         let bus = NatsBus::start(client.clone(), config.clone()).await?;
         let subjects = config.subjects();
-        let ttl = Duration::from_secs(config.nats.loop_ttl_s);
+        let ttl = config.loop_ttl();
         let store = KvStore::open(bus.jetstream(), &subjects.loops_bucket(), ttl, config.nats.replicas).await?;
         health.set_waiting("opening the backends");
         // Claimed before anything opens the file, so a second graph process fails here, at once, saying why.

@@ -45,7 +45,7 @@ pub async fn stored_state(config: &Config, request_id: uuid::Uuid) -> Option<Loo
     let url = config.nats.url.clone().expect("nats url");
     let client = sleuth_actors::bus::nats::connect(&url, "sleuth test").await.expect("connect");
     let js = async_nats::jetstream::new(client);
-    let ttl = Duration::from_secs(config.nats.loop_ttl_s);
+    let ttl = config.loop_ttl();
     let store = KvStore::open(&js, &config.subjects().loops_bucket(), ttl, config.nats.replicas).await.expect("kv");
     store.load(request_id).await.expect("load").map(|(s, _)| s)
 }

@@ -124,7 +124,7 @@ impl NatsBus {
                 retention: stream::RetentionPolicy::WorkQueue,
                 storage: stream::StorageType::File,
                 duplicate_window: dup,
-                max_age: Duration::from_secs(config.nats.loop_ttl_s),
+                max_age: config.loop_ttl(),
                 num_replicas: config.nats.replicas,
                 ..Default::default()
             })

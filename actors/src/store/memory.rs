@@ -54,15 +54,6 @@ impl MemoryStore {
         let ttl = if state.phase == Phase::Done { DONE_TTL.min(self.ttl) } else { self.ttl };
         Instant::now() + ttl
     }
-
-    /// States currently held, expired or not yet swept included.
-    pub fn len(&self) -> usize {
-        self.entries.lock().expect("store poisoned").map.len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
 }
 
 impl Entries {
@@ -156,17 +147,22 @@ mod tests {
         assert!(expires <= Instant::now() + DONE_TTL, "a finished request is kept only {DONE_TTL:?}");
     }
 
+    /// States held in memory, expired ones not yet swept included.
+    fn held(store: &MemoryStore) -> usize {
+        store.entries.lock().unwrap().map.len()
+    }
+
     #[tokio::test]
     async fn expired_states_are_swept_out_of_memory() {
         let store = MemoryStore::new(Duration::from_millis(10));
         for _ in 0..100 {
             store.create(&state(Phase::Planning)).await.unwrap();
         }
-        assert_eq!(store.len(), 100);
+        assert_eq!(held(&store), 100);
         tokio::time::sleep(Duration::from_millis(20)).await;
         // The next write after SWEEP_EVERY removes what expired.
         store.entries.lock().unwrap().swept = Instant::now() - SWEEP_EVERY;
         store.create(&state(Phase::Planning)).await.unwrap();
-        assert_eq!(store.len(), 1);
+        assert_eq!(held(&store), 1);
     }
 }
