@@ -243,6 +243,9 @@ pub fn render(reply: &AskReply) -> String {
                     out.push_str(&format!("  [{}] {} ({})\n", c.n, c.title, c.doc_id));
                 }
             }
+            for d in &answer.degraded {
+                out.push_str(&format!("\nDegraded: {d}\n"));
+            }
             out.push_str("\nSteps:\n");
             for t in &reply.turns {
                 let grade = match (t.sufficient, &t.grader) {

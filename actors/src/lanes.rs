@@ -74,7 +74,10 @@ fn backend_error(err: GraphError) -> ErrorResponse {
         }
         GraphError::Backend(e) => {
             tracing::error!(error = format!("{e:#}"), "graph lane failed");
-            ErrorResponse::new(ErrorKind::Unavailable, "the graph database is unavailable")
+            match crate::guard::unavailable(&e) {
+                Some(down) => ErrorResponse::new(ErrorKind::Unavailable, down.to_string()),
+                None => ErrorResponse::new(ErrorKind::Unavailable, "the graph database is unavailable"),
+            }
         }
     }
 }

@@ -15,6 +15,7 @@ pub mod endpoint;
 pub mod entity_types;
 pub mod eval;
 pub mod graph;
+pub mod guard;
 pub mod index;
 pub mod ingest;
 pub mod lanes;

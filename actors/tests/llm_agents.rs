@@ -5,14 +5,14 @@
 
 mod common;
 
-use common::{Reply, Script, content, serve};
+use common::{Reply, Script, content, serve, serve_killable};
 use serde_json::Value;
 use sleuth_actors::{
     config::{Config, EmbedderKind},
     node::Node,
     stages::llm_synthesizer::DEGRADED_NOTE,
 };
-use sleuth_messages::{AgentResponse, AskRequest, LoopState, Outcome, TerminationReason};
+use sleuth_messages::{AgentResponse, AskRequest, Backend, LoopState, Outcome, TerminationReason};
 
 const QUESTION: &str = "Which anime is Luffy in?";
 
@@ -172,6 +172,39 @@ async fn an_llm_that_is_down_degrades_to_the_deterministic_agents() {
     assert!(state.counters.llm_fallbacks >= 3, "{:?}", state.counters);
     // Three failed calls open the circuit: later agents do not wait on the dead server.
     assert!(script.requests().len() <= 3 * 2, "{} requests", script.requests().len());
+    // The answer says what was degraded, why, and what decided instead.
+    assert_eq!(answer.degraded.len(), 1, "{:?}", answer.degraded);
+    let d = &answer.degraded[0];
+    assert_eq!(d.backend, Backend::Llm);
+    assert!(d.reason.contains("503"), "{}", d.reason);
+    assert_eq!(d.fallback, "the deterministic agents");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_llm_server_killed_between_requests_degrades_the_next_one_within_its_deadline() {
+    let script = happy_script();
+    let server = serve_killable(script.clone()).await;
+    let dir = tempfile::tempdir().unwrap();
+    let mut config = config(dir.path(), &server.url);
+    config.llm.max_retries = 1;
+    config.loop_.timeout_ms = 20_000;
+    let node = Node::embedded(config).await.expect("embedded node");
+    let first = node.ask(AskRequest::new(QUESTION), None).await.expect("a reply");
+    let Outcome::Answer(first) = first.outcome else { panic!("{:?}", first.outcome) };
+    assert!(first.degraded.is_empty(), "the server was up: {:?}", first.degraded);
+
+    server.kill();
+    let started = std::time::Instant::now();
+    let reply = node.ask(AskRequest::new(QUESTION), None).await.expect("a reply");
+    let elapsed = started.elapsed();
+    node.shutdown().await;
+    let shown = sleuth_actors::client::render(&reply);
+    let Outcome::Answer(answer) = reply.outcome else { panic!("a degraded answer, not {:?}", reply.outcome) };
+    assert!(elapsed < std::time::Duration::from_secs(20), "past the deadline: {elapsed:?}");
+    assert!(answer.answer.contains("One Piece") && !answer.citations.is_empty(), "{}", answer.answer);
+    let d = answer.degraded.iter().find(|d| d.backend == Backend::Llm).expect("the LLM is named as degraded");
+    assert!(d.reason.contains("transport") || d.reason.contains("circuit"), "{}", d.reason);
+    assert!(shown.contains("Degraded: llm unavailable ("), "{shown}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -6,7 +6,7 @@ mod common;
 use std::sync::{Arc, Mutex};
 
 use sleuth_actors::{
-    config::{EmbedderConfig, EmbedderKind},
+    config::{BackendsConfig, EmbedderConfig, EmbedderKind},
     embed::{Embedder, OpenAiEmbedder},
 };
 
@@ -48,7 +48,7 @@ fn config(base_url: String, dim: usize) -> EmbedderConfig {
 async fn batches_reorders_and_normalises() {
     let requests = Arc::new(Mutex::new(Vec::new()));
     let url = server(4, requests.clone()).await;
-    let e = OpenAiEmbedder::new(&config(url, 4)).unwrap();
+    let e = OpenAiEmbedder::new(&config(url, 4), &BackendsConfig::default()).unwrap();
     let texts: Vec<String> = ["a", "bb", "ccc"].map(String::from).to_vec();
     let v = e.embed(&texts).await.unwrap();
     assert_eq!(v.len(), 3);
@@ -64,12 +64,15 @@ async fn batches_reorders_and_normalises() {
 #[tokio::test]
 async fn a_wrong_dimension_or_a_missing_url_is_a_clear_error() {
     let url = server(3, Arc::new(Mutex::new(Vec::new()))).await;
-    let e = OpenAiEmbedder::new(&config(url, 4)).unwrap();
+    let e = OpenAiEmbedder::new(&config(url, 4), &BackendsConfig::default()).unwrap();
     let err = e.embed(&["x".to_string()]).await.unwrap_err().to_string();
     assert!(err.contains("3-dimensional") && err.contains("embedder.dim is 4"), "{err}");
-    let err = OpenAiEmbedder::new(&EmbedderConfig { kind: EmbedderKind::Openai, ..Default::default() })
-        .err()
-        .unwrap()
-        .to_string();
+    let err = OpenAiEmbedder::new(
+        &EmbedderConfig { kind: EmbedderKind::Openai, ..Default::default() },
+        &BackendsConfig::default(),
+    )
+    .err()
+    .unwrap()
+    .to_string();
     assert!(err.contains("embedder.base_url"), "{err}");
 }

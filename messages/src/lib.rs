@@ -8,6 +8,7 @@
 pub mod analysis;
 pub mod codec;
 pub mod conversation;
+pub mod degraded;
 pub mod envelope;
 pub mod error;
 pub mod event;
@@ -24,6 +25,7 @@ pub mod subjects;
 pub use analysis::{AskRequest, ComplexityScore, QueryAnalysis, QueryRewrite, QueryType, RetrieverWeights, Route};
 pub use codec::{CodecError, Encoding, MAX_PAYLOAD_BYTES};
 pub use conversation::{Conversation, ConversationTurn};
+pub use degraded::{Backend, Degradation};
 pub use envelope::{Envelope, SCHEMA_VERSION, Stage, WorkItem};
 pub use error::{ErrorKind, ErrorResponse};
 pub use event::{Event, EventBody, EventKind};

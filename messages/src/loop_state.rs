@@ -170,6 +170,9 @@ pub struct LoopState {
     pub cards: Vec<Card>,
     #[serde(default)]
     pub counters: Counters,
+    /// Backends that failed during the request, each with its fallback, at most one per backend.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub degraded: Vec<crate::Degradation>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub outcome: Option<Outcome>,
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -86,4 +86,7 @@ pub struct AgentResponse {
     pub termination_reason: TerminationReason,
     #[serde(default)]
     pub warnings: Vec<String>,
+    /// The backends that failed while the request ran and what was used instead. Empty for a full answer.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub degraded: Vec<crate::Degradation>,
 }

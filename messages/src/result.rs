@@ -26,6 +26,9 @@ pub struct RetrievalResult {
     /// Served by the retrieval cache rather than the index.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub from_cache: bool,
+    /// A backend failed and the search ran without it (embeddings down: BM25 only).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub degraded: Vec<crate::Degradation>,
 }
 
 /// An ordered chain of nodes and the relations between them.

@@ -8,6 +8,7 @@
 pub mod llm;
 pub mod nats;
 pub mod otlp;
+pub mod own_postgres;
 pub mod postgres;
 pub mod process;
 pub mod seeded;

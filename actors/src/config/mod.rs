@@ -9,9 +9,11 @@ use figment::{
 };
 use serde::{Deserialize, Serialize};
 
+mod backends;
 mod llm;
 mod telemetry;
 
+pub use backends::BackendsConfig;
 pub use llm::{AgentLlmConfig, FallbackLlmConfig, LlmConfig, StructuredOutput};
 pub use telemetry::{OtlpProtocol, TelemetryConfig};
 
@@ -65,6 +67,7 @@ pub struct Config {
     pub database: DatabaseConfig,
     pub graph: GraphConfig,
     pub llm: LlmConfig,
+    pub backends: BackendsConfig,
     pub intake: IntakeConfig,
     pub telemetry: TelemetryConfig,
     pub debug: DebugConfig,
@@ -510,6 +513,13 @@ impl Config {
         }
         if m.backoff_base_ms > m.backoff_max_ms {
             return bad("llm.backoff_base_ms", "must not exceed llm.backoff_max_ms");
+        }
+        let b = &self.backends;
+        if b.breaker_failures == 0 || b.breaker_cooldown_ms == 0 || b.backoff_base_ms > b.backoff_max_ms {
+            return bad(
+                "backends",
+                "breaker_failures and breaker_cooldown_ms must be positive, backoff_base_ms at most backoff_max_ms",
+            );
         }
         let r = &self.retrieval;
         if r.chunk_tokens < 20 || r.chunk_overlap_tokens >= r.chunk_tokens {

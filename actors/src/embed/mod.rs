@@ -44,7 +44,7 @@ pub async fn open(config: &Config) -> anyhow::Result<Option<Arc<dyn Embedder>>> 
     let e = &config.embedder;
     let inner: Arc<dyn Embedder> = match e.kind {
         EmbedderKind::None => return Ok(None),
-        EmbedderKind::Openai => Arc::new(OpenAiEmbedder::new(e)?),
+        EmbedderKind::Openai => Arc::new(OpenAiEmbedder::new(e, &config.backends)?),
         EmbedderKind::Local => {
             let dir = config.model_dir();
             if !pull::is_complete(&dir) {

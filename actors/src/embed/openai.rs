@@ -8,11 +8,19 @@ use async_openai::{
 };
 use async_trait::async_trait;
 
+use sleuth_messages::Backend;
+
 use super::Embedder;
-use crate::config::EmbedderConfig;
+use crate::{
+    config::{BackendsConfig, EmbedderConfig},
+    guard::{Guard, retry_after::RetryAfterService},
+};
 
 pub struct OpenAiEmbedder {
     client: Client<OpenAIConfig>,
+    /// Retries, `Retry-After` and the circuit breaker: what it gives up on is `Unavailable`, and a search
+    /// falls back to BM25.
+    guard: Guard,
     model: String,
     id: String,
     dim: usize,
@@ -20,7 +28,7 @@ pub struct OpenAiEmbedder {
 }
 
 impl OpenAiEmbedder {
-    pub fn new(config: &EmbedderConfig) -> anyhow::Result<OpenAiEmbedder> {
+    pub fn new(config: &EmbedderConfig, backends: &BackendsConfig) -> anyhow::Result<OpenAiEmbedder> {
         let base = config.base_url.as_deref().filter(|u| !u.trim().is_empty()).ok_or_else(|| {
             anyhow::anyhow!("embedder.kind = \"openai\" needs embedder.base_url (e.g. http://localhost:8000/v1)")
         })?;
@@ -29,9 +37,14 @@ impl OpenAiEmbedder {
             "embedder.dim must be set to the model's vector length for embedder.kind = \"openai\""
         );
         let key = std::env::var(&config.api_key_env).unwrap_or_default();
-        let client = Client::with_config(OpenAIConfig::new().with_api_base(base).with_api_key(key));
+        // No retries here: the retriever's guard retries, honouring the `Retry-After` this service notes.
+        let http = reqwest::Client::builder().connect_timeout(std::time::Duration::from_secs(5)).build()?;
+        let client = Client::with_config(OpenAIConfig::new().with_api_base(base).with_api_key(key))
+            .with_http_client(http.clone())
+            .with_http_service(RetryAfterService::new(http));
         Ok(OpenAiEmbedder {
             client,
+            guard: Guard::new(Backend::Embeddings, backends),
             model: config.model.clone(),
             id: format!("openai:{}", config.model),
             dim: config.dim,
@@ -59,11 +72,15 @@ impl Embedder for OpenAiEmbedder {
                 ..Default::default()
             };
             let mut response = self
-                .client
-                .embeddings()
-                .create(request)
-                .await
-                .map_err(|e| anyhow::anyhow!("embeddings request failed: {e}"))?;
+                .guard
+                .call(|| async {
+                    self.client
+                        .embeddings()
+                        .create(request.clone())
+                        .await
+                        .map_err(|e| anyhow::anyhow!("embeddings request failed: {e}"))
+                })
+                .await?;
             anyhow::ensure!(
                 response.data.len() == batch.len(),
                 "the server returned {} embeddings for {} texts",

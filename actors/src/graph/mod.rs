@@ -3,6 +3,7 @@
 //! the bounded primitives in `primitives.rs` are built on it, so both backends have the same semantics.
 
 pub mod bench;
+pub mod guarded;
 pub mod mentions;
 pub mod owner;
 pub mod postgres;
@@ -216,7 +217,9 @@ pub async fn open(config: &Config) -> anyhow::Result<Arc<dyn GraphStore>> {
             Arc::new(sqlite::SqliteGraph::open(&dir.join("graph.sqlite"), timeouts).await?)
         }
     };
-    Ok(Arc::new(traced::Traced(store)))
+    let traced: Arc<dyn GraphStore> = Arc::new(traced::Traced(store));
+    let guard = crate::guard::Guard::new(sleuth_messages::Backend::Graph, &config.backends);
+    Ok(Arc::new(guarded::Guarded { inner: traced, guard }))
 }
 
 /// Per-query limits: `statement` is enforced by the database where it can, `query` by the client.

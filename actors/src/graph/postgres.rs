@@ -1,8 +1,6 @@
 //! [`PgGraph`]: the graph in PostgreSQL. Fixed SQL with bound parameters only; every read runs in a transaction
 //! with `SET LOCAL statement_timeout` and under a client-side timeout that cancels it.
 
-use std::time::Duration;
-
 use anyhow::Context;
 use async_trait::async_trait;
 use sqlx::{PgPool, Postgres, Row, Transaction, postgres::PgPoolOptions};
@@ -45,7 +43,9 @@ impl PgGraph {
     pub async fn connect(url: &str, pool_max_size: u32, timeouts: Timeouts) -> anyhow::Result<PgGraph> {
         let pool = PgPoolOptions::new()
             .max_connections(pool_max_size)
-            .acquire_timeout(Duration::from_secs(10))
+            // A database that went away shows within half a query's time (sqlx retries a refused connection until
+            // then), before the query's own timeout could call it slow; the graph's guard takes it from there.
+            .acquire_timeout(timeouts.query / 2)
             .connect(url)
             .await
             .with_context(|| format!("cannot connect to the graph database at {}", crate::secrets::redact_url(url)))?;

@@ -4,6 +4,7 @@
 
 mod edge;
 mod filter;
+pub mod guarded;
 mod query;
 mod server;
 pub mod traced;

@@ -4,7 +4,7 @@
 
 use std::{sync::Arc, time::Duration};
 
-use sleuth_messages::LoopState;
+use sleuth_messages::{Backend, Degradation, LoopState};
 
 use super::{
     Agent, ChatMessage, LlmClient, LlmError, Usage, context,
@@ -53,12 +53,13 @@ impl LlmAgent {
 }
 
 /// `state` with an agent's spend added, before its transition, so the caps see it: tokens always, and a
-/// fallback when the agent had to use its deterministic twin.
-pub fn charge(state: &LoopState, usage: Usage, fell_back: bool) -> LoopState {
+/// fallback, with why, when the agent had to use its deterministic twin.
+pub fn charge(state: &LoopState, usage: Usage, fell_back: Option<&str>) -> LoopState {
     let mut next = state.clone();
     next.counters.tokens_used = next.counters.tokens_used.saturating_add(usage.total());
-    if fell_back {
+    if let Some(why) = fell_back {
         next.counters.llm_fallbacks = next.counters.llm_fallbacks.saturating_add(1);
+        sleuth_messages::degraded::record(&mut next.degraded, Degradation::new(Backend::Llm, why));
     }
     next
 }

@@ -8,7 +8,6 @@ use async_openai::{
     Client,
     config::OpenAIConfig,
     error::OpenAIError,
-    middleware::ReqwestService,
     types::chat::{CreateChatCompletionResponse, FinishReason},
 };
 use serde_json::{Value, json};
@@ -16,6 +15,7 @@ use tracing::{Instrument, field::Empty};
 
 use super::{Agent, Breaker, ChatMessage, LlmError, Usage};
 use crate::config::{AgentLlmConfig, LlmConfig, StructuredOutput};
+use crate::guard::{backoff, retry_after::RetryAfterService};
 use crate::telemetry::metrics;
 
 /// One reachable server and the model asked there.
@@ -160,7 +160,9 @@ impl LlmClient {
             }
             let chat = provider.client.chat();
             let call = chat.create_byot::<&Value, CreateChatCompletionResponse>(&body);
-            let outcome = match tokio::time::timeout(timeout, call).instrument(span.clone()).await {
+            let (outcome, retry_after) =
+                crate::guard::retry_after::scope(tokio::time::timeout(timeout, call).instrument(span.clone())).await;
+            let outcome = match outcome {
                 Err(_) => Err(Failure::Retryable(format!("no reply within {} ms", timeout.as_millis()))),
                 Ok(Err(e)) => Err(classify(e)),
                 Ok(Ok(response)) => reply(response),
@@ -191,7 +193,10 @@ impl LlmClient {
                     if attempt >= self.config.max_retries {
                         return Err(LlmError::Unavailable(format!("{message} (after {} attempts)", attempt + 1)));
                     }
-                    let wait = backoff(attempt, self.config.backoff_base_ms, self.config.backoff_max_ms);
+                    // The server's Retry-After, when it sent one, within the same cap as the backoff.
+                    let wait = retry_after
+                        .map(|d| d.min(Duration::from_millis(self.config.backoff_max_ms)))
+                        .unwrap_or_else(|| backoff(attempt, self.config.backoff_base_ms, self.config.backoff_max_ms));
                     tracing::info!(agent = agent.as_str(), attempt, wait_ms = wait.as_millis() as u64, %message, "retrying the LLM call");
                     tokio::time::sleep(wait).await;
                     attempt += 1;
@@ -232,10 +237,11 @@ fn provider(name: &'static str, base: &str, key_env: &str, model: Option<String>
     let key = std::env::var(key_env).unwrap_or_default();
     let http = reqwest::Client::builder().connect_timeout(Duration::from_secs(5)).build()?;
     // async-openai's own retry layer would retry 429s and 5xx on its own schedule, uncapped by Retry-After;
-    // the plain service leaves every retry to `with_retries`, where the backoff, jitter and caps are ours.
+    // this service retries nothing and notes `Retry-After`, leaving every retry to `with_retries`, where the backoff,
+    // jitter and caps are ours.
     let client = Client::with_config(OpenAIConfig::new().with_api_base(base.trim_end_matches('/')).with_api_key(key))
         .with_http_client(http.clone())
-        .with_http_service(ReqwestService::new(http));
+        .with_http_service(RetryAfterService::new(http));
     Ok(Provider { name, client, model })
 }
 
@@ -278,27 +284,5 @@ fn classify(error: OpenAIError) -> Failure {
             Failure::Fatal(format!("not a chat completion ({e}): {}", body.chars().take(200).collect::<String>()))
         }
         other => Failure::Fatal(other.to_string()),
-    }
-}
-
-/// `base * 2^attempt` plus up to as much again of jitter, capped at `max`.
-fn backoff(attempt: u32, base_ms: u64, max_ms: u64) -> Duration {
-    let exp = base_ms.saturating_mul(1u64 << attempt.min(20));
-    let jitter = if exp == 0 { 0 } else { rand::random_range(0..=exp) };
-    Duration::from_millis(exp.saturating_add(jitter).min(max_ms))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::backoff;
-
-    #[test]
-    fn backoff_doubles_with_jitter_and_stays_under_the_cap() {
-        for attempt in 0..6 {
-            let d = backoff(attempt, 100, 2_000).as_millis() as u64;
-            let floor = (100u64 << attempt).min(2_000);
-            assert!(d >= floor && d <= (2 * floor).min(2_000), "attempt {attempt}: {d} ms");
-        }
-        assert_eq!(backoff(3, 0, 10).as_millis(), 0);
     }
 }

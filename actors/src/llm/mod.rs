@@ -7,7 +7,6 @@
 //! whether to fall back to its deterministic twin.
 
 pub mod agent;
-pub mod breaker;
 pub mod client;
 pub mod context;
 pub mod prompts;
@@ -15,8 +14,8 @@ pub mod structured;
 
 use serde::Serialize;
 
+pub use crate::guard::Breaker;
 pub use agent::LlmAgent;
-pub use breaker::Breaker;
 pub use client::{ChatReply, LlmClient, SchemaSpec};
 pub use structured::{Structured, StructuredSpec};
 

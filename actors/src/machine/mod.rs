@@ -14,10 +14,11 @@ mod tests;
 pub use caps::{budget_spent, cap_reached, caps_for};
 pub use outbound::{Outbound, next_messages, reply_of};
 
+use sleuth_messages::degraded::record as record_degradation;
 use sleuth_messages::{
-    Action, ActionOutcome, ActionResult, AgentResponse, AskRequest, Caps, Card, EntityType, ErrorResponse, LoopState,
-    NextStep, Outcome, Phase, PlannerState, QueryAnalysis, ReplyTo, RetrieverWeights, Route, SCHEMA_VERSION, Stage,
-    SufficiencyReport, TerminationReason, TurnRecord, WorkItem,
+    Action, ActionOutcome, ActionResult, AgentResponse, AskRequest, Backend, Caps, Card, Degradation, EntityType,
+    ErrorKind, ErrorResponse, LoopState, NextStep, Outcome, Phase, PlannerState, QueryAnalysis, ReplyTo,
+    RetrieverWeights, Route, SCHEMA_VERSION, Stage, SufficiencyReport, TerminationReason, TurnRecord, WorkItem,
 };
 use uuid::Uuid;
 
@@ -69,6 +70,7 @@ pub fn new_state(new: NewRequest) -> LoopState {
         turns: Vec::new(),
         cards: Vec::new(),
         counters: Default::default(),
+        degraded: Vec::new(),
         outcome: None,
         finished_ms: None,
     }
@@ -186,6 +188,9 @@ pub fn apply_outcome(
         return Err(TransitionError::WrongPhase { phase: state.phase.clone(), wanted: "record an action outcome" });
     };
     let mut next = state.clone();
+    if let Some(d) = degradation(current_action(state, slot), &result) {
+        record_degradation(&mut next.degraded, d);
+    }
     let remaining: Vec<u32> = pending.iter().copied().filter(|s| *s != slot).collect();
     let Some(turn) = next.turns.last_mut() else {
         return Err(TransitionError::WrongPhase {
@@ -221,6 +226,23 @@ pub fn apply_outcome(
         next.phase = Phase::Grading;
     }
     Ok(next)
+}
+
+/// The backend an action had to do without: the embeddings behind a BM25-only search, or the index or graph that
+/// was unavailable (the executor's guard gave up on it).
+fn degradation(action: Option<&Action>, result: &ActionResult) -> Option<Degradation> {
+    match result {
+        ActionResult::Retrieval(r) => r.degraded.first().cloned(),
+        ActionResult::Failed(e) if e.kind == ErrorKind::Unavailable => {
+            let backend = match action? {
+                Action::PgGraph { .. } => Backend::Graph,
+                _ => Backend::Index,
+            };
+            let prefix = format!("{} unavailable: ", backend.as_str());
+            Some(Degradation::new(backend, e.message.strip_prefix(&prefix).unwrap_or(&e.message)))
+        }
+        _ => None,
+    }
 }
 
 /// The retriever weights in force: intake's, after seed 001's post-hoc adjustment for every result recorded so
@@ -312,6 +334,11 @@ pub fn apply_response(state: &LoopState, response: AgentResponse, now_ms: u64) -
         return Err(TransitionError::WrongPhase { phase: state.phase.clone(), wanted: "apply a response" });
     }
     let mut next = state.clone();
+    let mut response = response;
+    // The answer says which backends it was written without.
+    for d in &state.degraded {
+        record_degradation(&mut response.degraded, d.clone());
+    }
     next.outcome = Some(Outcome::Answer(response));
     next.phase = Phase::Done;
     next.finished_ms = Some(now_ms);

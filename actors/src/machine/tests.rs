@@ -48,6 +48,7 @@ fn hits(ids: &[&str]) -> ActionResult {
         count: raw_data.len() as u32,
         raw_data,
         from_cache: false,
+        degraded: Vec::new(),
     })
 }
 
@@ -273,4 +274,33 @@ fn a_duplicate_re_publishes_only_what_its_own_commit_led_to() {
     }
     let late = apply_deadline(&grading, 99_999_999).unwrap();
     assert!(published_by(&late, &item(Stage::Retrieve, 7)), "whoever applied the deadline sends it to synthesis");
+}
+
+#[test]
+fn an_unavailable_backend_is_recorded_once_and_the_answer_carries_it() {
+    use sleuth_messages::{Backend, Degradation, ErrorKind, ErrorResponse};
+    let down = |m: &str| ActionResult::Failed(ErrorResponse::new(ErrorKind::Unavailable, m));
+    let mut bm25_only = hits(&["a"]);
+    if let ActionResult::Retrieval(r) = &mut bm25_only {
+        r.degraded.push(Degradation::new(Backend::Embeddings, "connection refused"));
+    }
+    let s = turn(&state(), &["q1", "q2"], vec![down("index unavailable: circuit open"), bm25_only], false, 2_000);
+    let s = turn(&s, &["q3"], vec![down("index unavailable: still down")], false, 2_000);
+    let backends: Vec<(Backend, &str)> = s.degraded.iter().map(|d| (d.backend, d.reason.as_str())).collect();
+    assert_eq!(
+        backends,
+        vec![(Backend::Index, "circuit open"), (Backend::Embeddings, "connection refused")],
+        "one entry per backend, the first reason kept, the backend's name not repeated in it"
+    );
+    // A failure that is not an outage (a bad filter) degrades nothing.
+    let invalid = ActionResult::Failed(ErrorResponse::new(ErrorKind::InvalidInput, "unknown field"));
+    let t = turn(&state(), &["q"], vec![invalid], false, 2_000);
+    assert!(t.degraded.is_empty());
+
+    let mut s = s;
+    s.phase = Phase::Synthesizing;
+    let response = crate::stages::synthesizer::synthesize(&s, &crate::stages::fixtures::demo_types());
+    let done = apply_response(&s, response, 3_000).unwrap();
+    let Some(Outcome::Answer(answer)) = done.outcome else { panic!("an answer") };
+    assert_eq!(answer.degraded, s.degraded);
 }

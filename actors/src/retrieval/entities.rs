@@ -8,7 +8,7 @@ use anyhow::Context;
 use serde_json::{Value, json};
 use sleuth_messages::{EntityType, Hit, JsonMap};
 
-use super::Retriever;
+use super::{Found, Retriever};
 use crate::{
     graph::Entity,
     index::{Chunk, FieldType, FilterSchema, PayloadFilter},
@@ -106,7 +106,7 @@ impl Retriever {
     }
 
     /// The best `limit` entities for `query`, hybrid and reranked like documents.
-    pub async fn search_entities(&self, query: &str, filter: &PayloadFilter, limit: usize) -> anyhow::Result<Vec<Hit>> {
+    pub async fn search_entities(&self, query: &str, filter: &PayloadFilter, limit: usize) -> anyhow::Result<Found> {
         self.search_in(self.entities.as_ref(), query, filter, limit).await
     }
 

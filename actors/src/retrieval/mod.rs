@@ -10,18 +10,26 @@ pub mod rerank;
 use std::sync::Arc;
 
 use anyhow::Context;
-use sleuth_messages::{Hit, JsonMap};
+use sleuth_messages::{Backend, Degradation, Hit, JsonMap};
 
 use crate::{
     config::{Config, IndexBackend, RerankKind, RetrievalConfig},
     embed::{self, Embedder},
     graph::{self, GraphStore},
+    guard::{self, Guard},
     index::{
         Candidate, Chunk, EdgeIndex, FilterSchema, Lane, PayloadFilter, Point, SearchPlan, ServerIndex, VectorIndex,
     },
 };
 use bm25::Bm25;
 use rerank::{FeatureReranker, KeepFused, Reranker};
+
+/// What a search found, and the backend it had to do without, if any.
+#[derive(Debug, Default)]
+pub struct Found {
+    pub hits: Vec<Hit>,
+    pub degraded: Option<Degradation>,
+}
 
 pub struct Retriever {
     pub index: Arc<dyn VectorIndex>,
@@ -48,9 +56,13 @@ impl Retriever {
         let schema = FilterSchema::new(&settings.filter_fields);
         let dim = embedder.as_ref().map_or(config.embedder.dim, |e| e.dim());
         let entity_schema = entities::schema();
-        let index = open_index(config, "documents", &settings.collection, dim, schema.indexed_paths()).await?;
+        // One guard for both collections: they live on the same server.
+        let guard = Arc::new(Guard::new(Backend::Index, &config.backends));
+        let index =
+            open_index(config, "documents", &settings.collection, dim, schema.indexed_paths(), guard.clone()).await?;
         let entity_index =
-            open_index(config, "entities", &settings.entity_collection, dim, entity_schema.indexed_paths()).await?;
+            open_index(config, "entities", &settings.entity_collection, dim, entity_schema.indexed_paths(), guard)
+                .await?;
         let reranker: Arc<dyn Reranker> = match settings.rerank {
             RerankKind::None => Arc::new(KeepFused),
             RerankKind::Features => Arc::new(FeatureReranker { weights: settings.rerank_weights }),
@@ -90,18 +102,33 @@ impl Retriever {
         self.schema.parse(filters)
     }
 
-    /// The plan for `query` under `filter`; `limit` is how many candidates come back before reranking.
-    pub async fn plan(&self, query: &str, filter: &PayloadFilter, limit: usize) -> anyhow::Result<SearchPlan> {
+    /// The plan for `query` under `filter`; `limit` is how many candidates come back before reranking. When the
+    /// embedding endpoint is unavailable the plan is BM25 only, and says so.
+    pub async fn plan(
+        &self,
+        query: &str,
+        filter: &PayloadFilter,
+        limit: usize,
+    ) -> anyhow::Result<(SearchPlan, Option<Degradation>)> {
         let mut lanes = Vec::new();
+        let mut degraded = None;
         if let Some(e) = &self.embedder {
-            let v = e.embed(&[query.to_string()]).await.context("cannot embed the query")?;
-            lanes.push(Lane::Dense(v.into_iter().next().context("no query vector")?));
+            match e.embed(&[query.to_string()]).await {
+                Ok(v) => lanes.push(Lane::Dense(v.into_iter().next().context("no query vector")?)),
+                Err(err) => match guard::unavailable(&err) {
+                    Some(down) => {
+                        tracing::warn!(reason = %down.reason, "embeddings unavailable: searching with BM25 only");
+                        degraded = Some(down.degradation());
+                    }
+                    None => return Err(err.context("cannot embed the query")),
+                },
+            }
         }
         let sparse = self.bm25.query(query);
         if !sparse.is_empty() {
             lanes.push(Lane::Sparse(sparse));
         }
-        Ok(self.plan_of(lanes, filter, limit))
+        Ok((self.plan_of(lanes, filter, limit), degraded))
     }
 
     /// A plan over `lanes` with the configured fusion settings; hits carry their dense vectors when a dense
@@ -121,25 +148,30 @@ impl Retriever {
 
     /// The best `limit` chunks for `query`: fused hybrid candidates, reranked.
     pub async fn search(&self, query: &str, filter: &PayloadFilter, limit: usize) -> anyhow::Result<Vec<Hit>> {
+        Ok(self.search_found(query, filter, limit).await?.hits)
+    }
+
+    /// [`Retriever::search`], saying when it had to search without the embeddings.
+    pub async fn search_found(&self, query: &str, filter: &PayloadFilter, limit: usize) -> anyhow::Result<Found> {
         self.search_in(self.index.as_ref(), query, filter, limit).await
     }
 
-    /// [`Retriever::search`] on another collection of the same embedder (the entity collection).
+    /// [`Retriever::search_found`] on another collection of the same embedder (the entity collection).
     async fn search_in(
         &self,
         index: &dyn VectorIndex,
         query: &str,
         filter: &PayloadFilter,
         limit: usize,
-    ) -> anyhow::Result<Vec<Hit>> {
-        let plan = self.plan(query, filter, self.settings.prefetch_limit.max(limit)).await?;
+    ) -> anyhow::Result<Found> {
+        let (plan, degraded) = self.plan(query, filter, self.settings.prefetch_limit.max(limit)).await?;
         let question_dense = plan.lanes.iter().find_map(|l| match l {
             Lane::Dense(v) => Some(v.clone()),
             Lane::Sparse(_) => None,
         });
         let candidates = in_score_order(index.search(&plan).await?);
         let ranked = self.reranker.rerank(query, question_dense.as_deref(), candidates).await?;
-        Ok(ranked.into_iter().take(limit).map(|c| c.hit).collect())
+        Ok(Found { hits: ranked.into_iter().take(limit).map(|c| c.hit).collect(), degraded })
     }
 
     /// Literal-constraint search (seed 003): BM25 only (no dense lane, so nothing paraphrased), over the query
@@ -201,6 +233,7 @@ async fn open_index(
     collection: &str,
     dim: usize,
     indexed: Vec<(String, crate::index::FieldType)>,
+    guard: Arc<Guard>,
 ) -> anyhow::Result<Arc<dyn VectorIndex>> {
     let settings = &config.retrieval;
     let inner: Arc<dyn VectorIndex> = match settings.backend {
@@ -211,7 +244,9 @@ async fn open_index(
         IndexBackend::Qdrant => {
             let url = settings.qdrant_url.clone().context("retrieval.qdrant_url is not set")?;
             let key = std::env::var(&settings.qdrant_api_key_env).ok();
-            Arc::new(ServerIndex::connect(&url, key, collection, dim, &indexed).await?)
+            let server: Arc<dyn VectorIndex> =
+                Arc::new(ServerIndex::connect(&url, key, collection, dim, &indexed).await?);
+            Arc::new(crate::index::guarded::Guarded { inner: server, guard })
         }
     };
     let in_process = settings.backend == IndexBackend::Edge;

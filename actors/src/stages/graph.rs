@@ -19,7 +19,7 @@ use crate::{
         Direction, Entity, GraphError, GraphStore, document_node,
         primitives::{self, Bounds, Path, Reached, Traversal},
     },
-    machine,
+    guard, machine,
 };
 
 pub struct GraphStage {
@@ -48,7 +48,11 @@ impl StageLogic for GraphStage {
                 ErrorKind::Timeout,
                 format!("graph query timed out after {after:?}"),
             )),
-            Err(Failure::Graph(GraphError::Backend(err))) => return Err(err),
+            // The database is down (retries spent or circuit open): recorded, and the planner moves to documents.
+            Err(Failure::Graph(GraphError::Backend(err))) => match guard::unavailable(&err) {
+                Some(down) => ActionResult::Failed(ErrorResponse::new(ErrorKind::Unavailable, down.to_string())),
+                None => return Err(err),
+            },
         };
         tracing::info!(request_id = %state.request_id, turn = state.turn, slot, results = result.hit_count(), "graph traversed");
         Ok(machine::apply_outcome(state, slot, result, started.elapsed().as_millis() as u64)?)

@@ -36,7 +36,7 @@ impl StageLogic for LlmGrader {
         let checks = if state.counters.llm_fallbacks > 0 { self.fallback.clone() } else { Grader::default() };
         let mut report = checks.report(state);
         let mut usage = Usage::default();
-        let mut fell_back = false;
+        let mut fell_back: Option<String> = None;
         if let Some(out) = self
             .llm
             .ask::<SufficiencyReport>(
@@ -50,14 +50,14 @@ impl StageLogic for LlmGrader {
             usage = out.usage;
             match out.result {
                 Ok(judged) => merge(&mut report, judged),
-                Err(_) => fell_back = true,
+                Err(e) => fell_back = Some(e.to_string()),
             }
         }
-        tracing::info!(request_id = %state.request_id, turn = state.turn, sufficient = report.sufficient, tokens = usage.total(), fell_back, missing = ?report.missing, "graded");
-        if fell_back {
+        tracing::info!(request_id = %state.request_id, turn = state.turn, sufficient = report.sufficient, tokens = usage.total(), fell_back = fell_back.is_some(), missing = ?report.missing, "graded");
+        if fell_back.is_some() {
             crate::telemetry::metrics::llm_fallback("grader");
         }
-        Ok(machine::apply_report(&charge(state, usage, fell_back), report, telemetry::now_ms())?)
+        Ok(machine::apply_report(&charge(state, usage, fell_back.as_deref()), report, telemetry::now_ms())?)
     }
 }
 

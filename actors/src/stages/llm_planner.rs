@@ -36,7 +36,7 @@ impl StageLogic for LlmPlanner {
             return self.fallback.apply(state, item).await;
         }
         let mut usage = Usage::default();
-        let mut fell_back = false;
+        let mut fell_back: Option<String> = None;
         let plan = match state.plan {
             Some(_) => None,
             None => Some(
@@ -49,8 +49,8 @@ impl StageLogic for LlmPlanner {
                         usage.add(out.usage);
                         match out.result {
                             Ok(plan) => bounded_plan(plan, state),
-                            Err(_) => {
-                                fell_back = true;
+                            Err(e) => {
+                                fell_back = Some(e.to_string());
                                 initial_plan(state, &self.fallback.types.get())
                             }
                         }
@@ -63,21 +63,21 @@ impl StageLogic for LlmPlanner {
         let step = match self.llm.ask::<NextStep>(Agent::Planner, prompts::STEP, state, &check).await {
             Some(out) => {
                 usage.add(out.usage);
-                out.result.unwrap_or_else(|_| {
-                    fell_back = true;
+                out.result.unwrap_or_else(|e| {
+                    fell_back = Some(e.to_string());
                     self.fallback.step(state)
                 })
             }
             None => self.fallback.step(state),
         };
         tracing::info!(
-            request_id = %state.request_id, turn = state.turn, tokens = usage.total(), fell_back,
+            request_id = %state.request_id, turn = state.turn, tokens = usage.total(), fell_back = fell_back.is_some(),
             actions = ?step.actions.iter().map(|a| a.describe()).collect::<Vec<_>>(), "planned"
         );
-        if fell_back {
+        if fell_back.is_some() {
             crate::telemetry::metrics::llm_fallback("planner");
         }
-        Ok(machine::apply_plan(&charge(state, usage, fell_back), step, plan)?)
+        Ok(machine::apply_plan(&charge(state, usage, fell_back.as_deref()), step, plan)?)
     }
 }
 

@@ -60,7 +60,7 @@ impl StageLogic for LlmSynthesizer {
         let reason = state.stop_reason.unwrap_or(TerminationReason::PlannerFinal);
         let mut response = synthesize(state, &self.types.get());
         let mut usage = Usage::default();
-        let mut fell_back = false;
+        let mut fell_back: Option<String> = None;
         // The deterministic twin abstains when the evidence never mentions what the question asks about: the model
         // is not asked to write an answer from it.
         let abstained = response.warnings.iter().any(|w| w == super::synthesizer::NO_EVIDENCE);
@@ -79,18 +79,18 @@ impl StageLogic for LlmSynthesizer {
                 usage = out.usage;
                 match out.result {
                     Ok(draft) => response = written(state, response, draft, reason),
-                    Err(_) => fell_back = true,
+                    Err(e) => fell_back = Some(e.to_string()),
                 }
             }
         }
-        if fell_back || state.counters.llm_fallbacks > 0 {
+        if fell_back.is_some() || state.counters.llm_fallbacks > 0 {
             mark_degraded(&mut response);
         }
-        tracing::info!(request_id = %state.request_id, citations = response.citations.len(), tokens = usage.total(), fell_back, reason = reason.as_str(), "synthesized");
-        if fell_back {
+        tracing::info!(request_id = %state.request_id, citations = response.citations.len(), tokens = usage.total(), fell_back = fell_back.is_some(), reason = reason.as_str(), "synthesized");
+        if fell_back.is_some() {
             crate::telemetry::metrics::llm_fallback("synthesizer");
         }
-        Ok(machine::apply_response(&charge(state, usage, fell_back), response, telemetry::now_ms())?)
+        Ok(machine::apply_response(&charge(state, usage, fell_back.as_deref()), response, telemetry::now_ms())?)
     }
 }
 

@@ -45,8 +45,13 @@ impl StageLogic for NullWork {
                     score: 1.0,
                     metadata: Default::default(),
                 };
-                let result =
-                    RetrievalResult { summary: String::new(), count: 1, raw_data: vec![hit], from_cache: false };
+                let result = RetrievalResult {
+                    summary: String::new(),
+                    count: 1,
+                    raw_data: vec![hit],
+                    from_cache: false,
+                    degraded: Vec::new(),
+                };
                 machine::apply_outcome(state, item.envelope.step, ActionResult::Retrieval(result), 0)?
             }
             Stage::Grader => {
@@ -73,6 +78,7 @@ impl StageLogic for NullWork {
                     confidence: 1.0,
                     termination_reason: state.stop_reason.unwrap_or(TerminationReason::Sufficient),
                     warnings: vec![],
+                    degraded: vec![],
                 };
                 machine::apply_response(state, response, now)?
             }

@@ -372,6 +372,7 @@ mod tests {
             raw_data: Vec::new(),
             count: 0,
             from_cache: false,
+            degraded: Vec::new(),
         });
         state.turns.push(TurnRecord {
             turn: 1,

@@ -94,6 +94,7 @@ mod tests {
                         raw_data: ids.iter().map(|i| fixtures::card(0, n, i, i, i).hit).collect(),
                         count: ids.len() as u32,
                         from_cache: false,
+                        degraded: Vec::new(),
                     }),
                     new_cards: 0,
                     elapsed_ms: 0,

@@ -321,6 +321,7 @@ mod tests {
             count: hits.len() as u32,
             raw_data: hits,
             from_cache: false,
+            degraded: Vec::new(),
         })
     }
 

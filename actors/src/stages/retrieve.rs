@@ -5,7 +5,10 @@
 //! filters go through the [`RetrievalCache`]. An invalid intent becomes a failed action result that the planner
 //! can react to, not a crash.
 
-use std::{sync::Arc, time::Instant};
+use std::{
+    sync::Arc,
+    time::{Duration, Instant},
+};
 
 use async_trait::async_trait;
 use sleuth_messages::{
@@ -15,9 +18,10 @@ use sleuth_messages::{
 
 use super::StageLogic;
 use crate::{
-    machine,
-    retrieval::{Retriever, cache::RetrievalCache},
+    guard, machine,
+    retrieval::{Found, Retriever, cache::RetrievalCache},
     store::IndexGeneration,
+    telemetry,
 };
 
 /// The id of the `database_stats` card: one per request, however often it is asked for.
@@ -43,15 +47,34 @@ impl StageLogic for Retrieve {
         let result = match machine::current_action(state, slot) {
             Some(Action::QdrantSearch { search_intent }) => {
                 let max = state.caps.max_hits_per_search.max(1);
-                match self.execute(search_intent, &state.analysis.literal_terms, max).await {
-                    Ok(result) => ActionResult::Retrieval(result),
-                    Err(Failure::Invalid(message)) => {
+                // No search outlives the request: past its deadline the action is recorded as timed out.
+                let remaining = Duration::from_millis(state.deadline_ms.saturating_sub(telemetry::now_ms()));
+                let search = self.execute(search_intent, &state.analysis.literal_terms, max);
+                match tokio::time::timeout(remaining, search).await {
+                    Ok(Ok(result)) => ActionResult::Retrieval(result),
+                    Ok(Err(Failure::Invalid(message))) => {
                         ActionResult::Failed(ErrorResponse::new(ErrorKind::InvalidInput, message))
                     }
-                    Err(Failure::Backend(err)) => return Err(err),
+                    // The index is down (retries spent or circuit open): recorded, and the loop goes on without it.
+                    Ok(Err(Failure::Backend(err))) => match guard::unavailable(&err) {
+                        Some(down) => {
+                            ActionResult::Failed(ErrorResponse::new(ErrorKind::Unavailable, down.to_string()))
+                        }
+                        None => return Err(err),
+                    },
+                    Err(_) => ActionResult::Failed(ErrorResponse::new(
+                        ErrorKind::Timeout,
+                        "the request's deadline passed during the search",
+                    )),
                 }
             }
-            Some(Action::DatabaseStats {}) => ActionResult::Retrieval(self.database_stats().await?),
+            Some(Action::DatabaseStats {}) => match self.database_stats().await {
+                Ok(stats) => ActionResult::Retrieval(stats),
+                Err(err) => match guard::unavailable(&err) {
+                    Some(down) => ActionResult::Failed(ErrorResponse::new(ErrorKind::Unavailable, down.to_string())),
+                    None => return Err(err),
+                },
+            },
             _ => anyhow::bail!("slot {slot} of turn {} is not a qdrant_search or database_stats", state.turn),
         };
         tracing::info!(request_id = %state.request_id, turn = state.turn, slot, hits = result.hit_count(), "retrieved");
@@ -96,18 +119,21 @@ impl Retrieve {
         if let Some((_, _, Some(hits))) = &cached {
             return Ok(result(hits.clone(), true));
         }
-        let hits = match (query, documents) {
-            (Some(query), true) if !exact.is_empty() => r.search_exact(query, exact, &filter, limit).await,
-            (Some(query), true) => r.search(query, &filter, limit).await,
+        let found = match (query, documents) {
+            (Some(query), true) if !exact.is_empty() => r.search_exact(query, exact, &filter, limit).await.map(found),
+            (Some(query), true) => r.search_found(query, &filter, limit).await,
             (Some(query), false) => r.search_entities(query, &filter, limit).await,
-            (None, true) => r.fetch(&filter, limit).await,
-            (None, false) => r.fetch_entities(&filter, limit).await,
+            (None, true) => r.fetch(&filter, limit).await.map(found),
+            (None, false) => r.fetch_entities(&filter, limit).await.map(found),
         }
         .map_err(Failure::Backend)?;
-        if let (Some(cache), Some((key, generation, None))) = (&self.cache, cached) {
-            cache.put(key, generation, hits.clone());
+        // A degraded search (BM25 only) is not cached: the full one comes back with the embeddings.
+        if let (Some(cache), Some((key, generation, None)), None) = (&self.cache, cached, &found.degraded) {
+            cache.put(key, generation, found.hits.clone());
         }
-        Ok(result(hits, false))
+        let mut out = result(found.hits, false);
+        out.degraded.extend(found.degraded);
+        Ok(out)
     }
 
     /// The cache key, the index generation and the cached hits, when this search may use the cache. A store
@@ -176,8 +202,18 @@ impl Retrieve {
     }
 }
 
+fn found(hits: Vec<Hit>) -> Found {
+    Found { hits, degraded: None }
+}
+
 fn result(hits: Vec<Hit>, from_cache: bool) -> RetrievalResult {
-    RetrievalResult { summary: summarize(&hits), count: hits.len() as u32, raw_data: hits, from_cache }
+    RetrievalResult {
+        summary: summarize(&hits),
+        count: hits.len() as u32,
+        raw_data: hits,
+        from_cache,
+        degraded: Vec::new(),
+    }
 }
 
 fn summarize(hits: &[Hit]) -> String {

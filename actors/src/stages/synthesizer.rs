@@ -296,6 +296,7 @@ fn response(
         confidence,
         termination_reason,
         warnings,
+        degraded: Vec::new(),
     }
 }
 

@@ -21,6 +21,8 @@ pub const LLM_CALLS: &str = "sleuth_llm_calls_total";
 pub const LLM_ERRORS: &str = "sleuth_llm_errors_total";
 pub const LLM_FALLBACKS: &str = "sleuth_llm_fallbacks_total";
 pub const LLM_BREAKER_OPEN: &str = "sleuth_llm_breaker_open";
+pub const BACKEND_BREAKER_OPEN: &str = "sleuth_backend_breaker_open";
+pub const BACKEND_UNAVAILABLE: &str = "sleuth_backend_unavailable_total";
 pub const CACHE_HITS: &str = "sleuth_retrieval_cache_hits_total";
 pub const CACHE_MISSES: &str = "sleuth_retrieval_cache_misses_total";
 
@@ -74,6 +76,11 @@ fn describe() {
     describe_counter!(LLM_ERRORS, "failed LLM attempts, by model, agent and error type");
     describe_counter!(LLM_FALLBACKS, "agent steps decided by the deterministic twin, by agent");
     describe_gauge!(LLM_BREAKER_OPEN, "1 while the LLM circuit breaker keeps calls out");
+    describe_gauge!(BACKEND_BREAKER_OPEN, "1 while a backend's circuit breaker keeps calls out, by backend");
+    describe_counter!(
+        BACKEND_UNAVAILABLE,
+        "calls a backend guard gave up on (the loop used a fallback), by backend and why"
+    );
     describe_counter!(CACHE_HITS, "retrieval cache hits in this process");
     describe_counter!(CACHE_MISSES, "retrieval cache misses in this process");
     for counter in crate::runtime::Counter::ALL {
@@ -166,6 +173,20 @@ pub fn llm_breaker(open: bool) {
         return;
     }
     gauge!(LLM_BREAKER_OPEN).set(if open { 1.0 } else { 0.0 });
+}
+
+pub fn backend_breaker(backend: &'static str, open: bool) {
+    if !recording() {
+        return;
+    }
+    gauge!(BACKEND_BREAKER_OPEN, "backend" => backend).set(if open { 1.0 } else { 0.0 });
+}
+
+pub fn backend_unavailable(backend: &'static str, why: &'static str) {
+    if !recording() {
+        return;
+    }
+    counter!(BACKEND_UNAVAILABLE, "backend" => backend, "why" => why).increment(1);
 }
 
 /// The retrieval cache keeps its own counters (they are also `nats micro stats sleuth-retrieve`); the

@@ -85,17 +85,22 @@ pub fn completion(content: &str) -> String {
 
 /// Serves `script` and returns its base URL (with `/v1`).
 pub async fn serve(script: Script) -> String {
-    serve_fn(move |body| {
+    serve_killable(script).await.url
+}
+
+/// [`serve`], returning the [`Server`] so the test can kill it.
+pub async fn serve_killable(script: Script) -> Server {
+    serve_with_headers(move |body| {
         let script = script.clone();
         async move {
             let schema = schema_of(&body);
             script.seen.lock().unwrap().push(body);
             match script.next(&schema) {
-                Reply::Content(c) => (200, completion(&c)),
-                Reply::Status(s, b) => (s, b.to_string()),
+                Reply::Content(c) => (200, Vec::new(), completion(&c)),
+                Reply::Status(s, b) => (s, Vec::new(), b.to_string()),
                 Reply::Slow(ms, c) => {
                     tokio::time::sleep(Duration::from_millis(ms)).await;
-                    (200, completion(c))
+                    (200, Vec::new(), completion(c))
                 }
             }
         }
@@ -110,10 +115,41 @@ where
     F: Fn(Value) -> Fut + Send + Sync + 'static,
     Fut: std::future::Future<Output = (u16, String)> + Send + 'static,
 {
+    let handler = Arc::new(handler);
+    serve_with_headers(move |body| {
+        let handler = handler.clone();
+        async move {
+            let (status, reply) = handler(body).await;
+            (status, Vec::new(), reply)
+        }
+    })
+    .await
+    .url
+}
+
+/// A server started by [`serve_with_headers`]. [`Server::kill`] closes its port: what a client sees of a killed
+/// process (connection refused).
+pub struct Server {
+    pub url: String,
+    accept: tokio::task::AbortHandle,
+}
+
+impl Server {
+    pub fn kill(&self) {
+        self.accept.abort();
+    }
+}
+
+/// [`serve_fn`] whose handler also returns response headers (`Retry-After`), and that can be killed.
+pub async fn serve_with_headers<F, Fut>(handler: F) -> Server
+where
+    F: Fn(Value) -> Fut + Send + Sync + 'static,
+    Fut: std::future::Future<Output = (u16, Vec<(&'static str, String)>, String)> + Send + 'static,
+{
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     let handler = Arc::new(handler);
-    tokio::spawn(async move {
+    let accept = tokio::spawn(async move {
         loop {
             let Ok((mut sock, _)) = listener.accept().await else { return };
             let handler = handler.clone();
@@ -136,14 +172,15 @@ where
                         break serde_json::from_slice::<Value>(&buf[split + 4..split + 4 + len]).unwrap();
                     }
                 };
-                let (status, reply) = handler(body).await;
+                let (status, headers, reply) = handler(body).await;
+                let extra: String = headers.iter().map(|(k, v)| format!("{k}: {v}\r\n")).collect();
                 let response = format!(
-                    "HTTP/1.1 {status} X\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{reply}",
+                    "HTTP/1.1 {status} X\r\ncontent-type: application/json\r\ncontent-length: {}\r\n{extra}connection: close\r\n\r\n{reply}",
                     reply.len()
                 );
                 let _ = sock.write_all(response.as_bytes()).await;
             });
         }
     });
-    format!("http://{addr}/v1")
+    Server { url: format!("http://{addr}/v1"), accept: accept.abort_handle() }
 }

@@ -7,6 +7,7 @@ use crate::{
     JsonMap,
     analysis::{AskRequest, ComplexityScore, QueryAnalysis, QueryType, RetrieverWeights, Route},
     conversation::{Conversation, ConversationTurn, valid_conversation_id},
+    degraded::{Backend, Degradation},
     envelope::{Envelope, Stage, WorkItem},
     intent::{EntityRef, EntityType, GraphIntent, GraphLimits, GraphQueryType, SearchIntent},
     loop_state::{ActionOutcome, ActionResult, Caps, Card, Counters, LoopState, Outcome, Phase, TurnRecord},
@@ -68,7 +69,13 @@ fn sample_state() -> LoopState {
         rationale: "two lookups".into(),
         actions: vec![Action::QdrantSearch { search_intent: search }, Action::PgGraph { graph_intent: graph }],
     };
-    let retrieval = RetrievalResult { summary: "1 hit".into(), raw_data: vec![hit("d1")], count: 1, from_cache: true };
+    let retrieval = RetrievalResult {
+        summary: "1 hit".into(),
+        raw_data: vec![hit("d1")],
+        count: 1,
+        from_cache: true,
+        degraded: vec![],
+    };
     let graph_result = GraphResult {
         summary: "path".into(),
         paths: vec![GraphPath { nodes: vec![], rels: vec!["co_appears".into()] }],
@@ -144,6 +151,7 @@ fn sample_state() -> LoopState {
         }],
         cards: vec![Card { n: 1, turn: 1, hit: hit("d1") }],
         counters: Counters::default(),
+        degraded: vec![],
         outcome: Some(Outcome::Answer(AgentResponse {
             answer: "Luffy [1]".into(),
             source_entities: vec![],
@@ -159,6 +167,7 @@ fn sample_state() -> LoopState {
             confidence: 0.9,
             termination_reason: TerminationReason::Sufficient,
             warnings: vec![],
+            degraded: vec![],
         })),
         finished_ms: None,
     }
@@ -289,7 +298,8 @@ const GOLDEN_HYDRATE_REQUEST: &str = "81a36964739182ab656e746974795f74797065a864
 #[test]
 fn retrieval_result_golden_bytes_do_not_drift() {
     // Not from the cache, a retrieval result encodes exactly as before `from_cache` existed.
-    let mut result = RetrievalResult { summary: "s".into(), raw_data: vec![], count: 0, from_cache: false };
+    let mut result =
+        RetrievalResult { summary: "s".into(), raw_data: vec![], count: 0, from_cache: false, degraded: vec![] };
     let hex: String = encode(&result, Encoding::MsgPack).unwrap().iter().map(|b| format!("{b:02x}")).collect();
     assert_eq!(hex, GOLDEN_RETRIEVAL_RESULT);
     result.from_cache = true;
@@ -298,6 +308,34 @@ fn retrieval_result_golden_bytes_do_not_drift() {
     let (back, _): (RetrievalResult, _) = decode(&encode(&result, Encoding::MsgPack).unwrap()).unwrap();
     assert_eq!(back, result);
 }
+
+#[test]
+fn a_degraded_search_golden_bytes_do_not_drift() {
+    // Without degradations nothing changes (above); with one, the list is a named-field map per backend.
+    let result = RetrievalResult {
+        summary: "s".into(),
+        raw_data: vec![],
+        count: 0,
+        from_cache: false,
+        degraded: vec![Degradation::new(Backend::Embeddings, "connection refused")],
+    };
+    let hex: String = encode(&result, Encoding::MsgPack).unwrap().iter().map(|b| format!("{b:02x}")).collect();
+    assert_eq!(hex, GOLDEN_RETRIEVAL_RESULT_DEGRADED);
+    let (back, _): (RetrievalResult, _) = decode(&encode(&result, Encoding::MsgPack).unwrap()).unwrap();
+    assert_eq!(back, result);
+    // The state and the answer carry the same list, and old readers ignore it.
+    let mut state = sample_state();
+    state.degraded = result.degraded.clone();
+    let (back, _): (LoopState, _) = decode(&encode(&state, Encoding::MsgPack).unwrap()).unwrap();
+    assert_eq!(back.degraded, state.degraded);
+    let json = serde_json::to_value(&result.degraded[0]).unwrap();
+    assert_eq!(json["backend"], "embeddings");
+    assert_eq!(json["fallback"], "BM25 only");
+}
+
+// Cross-checked with Python's msgpack: packb({"summary": "s", "raw_data": [], "count": 0, "degraded":
+// [{"backend": "embeddings", "reason": "connection refused", "fallback": "BM25 only"}]}).
+const GOLDEN_RETRIEVAL_RESULT_DEGRADED: &str = "84a773756d6d617279a173a87261775f6461746190a5636f756e7400a864656772616465649183a76261636b656e64aa656d62656464696e6773a6726561736f6eb2636f6e6e656374696f6e2072656675736564a866616c6c6261636ba9424d3235206f6e6c79";
 
 // Both cross-checked with Python's msgpack: packb({"summary": "s", "raw_data": [], "count": 0[, "from_cache": True]}).
 const GOLDEN_RETRIEVAL_RESULT: &str = "83a773756d6d617279a173a87261775f6461746190a5636f756e7400";

@@ -8,15 +8,15 @@ use sleuth_messages::{ConversationTurn, QueryRewrite};
 
 use crate::llm::{Agent, ChatMessage, LlmAgent, Usage, prompts, structured};
 
-/// The rewrite and what it cost, or `None` (with what the failed attempts cost) when the deterministic rewriter
-/// should decide.
+/// The rewrite and what it cost, or why not (with what the failed attempts cost) when the deterministic
+/// rewriter should decide.
 pub async fn rewrite(
     llm: &LlmAgent,
     question: &str,
     previous: &ConversationTurn,
     max_bytes: usize,
     timeout: Duration,
-) -> (Option<QueryRewrite>, Usage) {
+) -> (Result<QueryRewrite, String>, Usage) {
     let mut context = format!(
         "<previous_turn>\nquestion: {}\nunderstood as: {}\nabout: {}\n",
         previous.query,
@@ -34,15 +34,15 @@ pub async fn rewrite(
     let ask = structured::ask::<QueryRewrite>(&llm.client, Agent::Planner, messages, llm.max_repairs, &fits);
     match tokio::time::timeout(timeout, ask).await {
         Ok(out) => match out.result {
-            Ok(rewrite) => (Some(rewrite), out.usage),
+            Ok(rewrite) => (Ok(rewrite), out.usage),
             Err(e) => {
                 tracing::warn!(error = %e, "LLM rewriter gave no usable rewrite: deterministic rewriter");
-                (None, out.usage)
+                (Err(e.to_string()), out.usage)
             }
         },
         Err(_) => {
             tracing::warn!("LLM rewriter timed out: deterministic rewriter");
-            (None, Usage::default())
+            (Err(format!("the rewriter gave no answer within {} ms", timeout.as_millis())), Usage::default())
         }
     }
 }

@@ -262,17 +262,17 @@ async fn accept(
             let timeout = std::time::Duration::from_millis(ctx.config.llm.timeout_ms);
             let max_bytes = ctx.config.loop_.max_query_bytes;
             match llm_rewrite::rewrite(llm, &normalized, prev, max_bytes, timeout).await {
-                (Some(r), usage) => {
+                (Ok(r), usage) => {
                     let question = normalize(&r.rewritten);
                     let resolved = vec![format!("llm → {question}")];
                     let answers = !prev.clarifying_questions.is_empty();
                     let parts = (!r.subquestions.is_empty()).then_some(r.subquestions);
-                    (understand(&normalized, &question, resolved, (answers, parts), types), usage, false)
+                    (understand(&normalized, &question, resolved, (answers, parts), types), usage, None)
                 }
-                (None, usage) => (analyze_in(&normalized, Some(prev), types), usage, true),
+                (Err(why), usage) => (analyze_in(&normalized, Some(prev), types), usage, Some(why)),
             }
         }
-        _ => (analyze_in(&normalized, previous.as_ref(), types), Default::default(), false),
+        _ => (analyze_in(&normalized, previous.as_ref(), types), Default::default(), None),
     };
     if let Some(route) = ctx.config.intake.force_route
         && !matches!(analysis.route, Route::Clarify)
@@ -298,7 +298,10 @@ async fn accept(
     });
     // What the rewriter cost counts against the request's budget like any agent's call.
     state.counters.tokens_used = usage.total();
-    state.counters.llm_fallbacks = u32::from(rewriter_failed);
+    if let Some(why) = rewriter_failed {
+        state.counters.llm_fallbacks = 1;
+        state.degraded.push(sleuth_messages::Degradation::new(sleuth_messages::Backend::Llm, why));
+    }
     match ctx.store.create(&state).await {
         Ok(_) => {}
         Err(StoreError::AlreadyExists) => {

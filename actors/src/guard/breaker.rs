@@ -1,5 +1,6 @@
-//! [`Breaker`]: a circuit breaker over LLM calls (seed 002 §10 tier 3). It opens after N consecutive failures or
-//! when a share of the recent calls failed, keeps every call out for a cooldown, then lets one probe through.
+//! [`Breaker`]: a circuit breaker over calls to one backend (seed 002 §10 tier 3). It opens after N
+//! consecutive failures or when a share of the recent calls failed, keeps every call out for a cooldown, then
+//! lets one probe through.
 
 use std::{
     collections::VecDeque,
@@ -58,6 +59,13 @@ impl Breaker {
     /// True while calls are being kept out.
     pub fn is_open(&self) -> bool {
         self.lock().open_until.is_some()
+    }
+
+    /// Opens the circuit now, whatever the counts say: the caller knows the backend is down.
+    pub fn trip(&self) {
+        let mut s = self.lock();
+        s.open_until = Some(Instant::now() + self.cooldown);
+        s.probing = false;
     }
 
     /// Records one call's outcome; opens, re-opens or closes the circuit.
