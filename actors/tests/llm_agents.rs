@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::{Reply, Script, content, serve, serve_killable};
+use common::{PLAN, Reply, Script, content, serve, serve_killable};
 use serde_json::Value;
 use sleuth_actors::{
     config::{Config, EmbedderKind},
@@ -15,21 +15,6 @@ use sleuth_actors::{
 use sleuth_messages::{AgentResponse, AskRequest, Backend, LoopState, Outcome, TerminationReason};
 
 const QUESTION: &str = "Which anime is Luffy in?";
-
-const PLAN: &str = r#"{
-  "goal": "name the anime Monkey D. Luffy appears in",
-  "strategy": "retrieve_then_answer",
-  "retrieval_rounds": [{"round_id": 1, "purpose": "recall", "query_variants": ["Monkey D. Luffy", "One Piece anime"],
-    "retrieval_modes": [{"type": "bm25", "k": 5}], "use_hyde": false, "rrf": false,
-    "rerank": {"enabled": false, "model": "cross_encoder", "rerank_top_k": 0}, "max_docs": 5}],
-  "literal_constraints": {"must_preserve_terms": [], "must_match_exactly": false},
-  "acceptance_criteria": {"min_independent_sources": 1, "require_authoritative_source": false, "must_cover_entities": ["Luffy"]},
-  "stop_conditions": {"max_rounds": 99, "max_total_docs": 20, "no_new_information_rounds": 2},
-  "answer_requirements": {"format": ["short"]},
-  "budget": {"max_tokens": 999999},
-  "safety": {"sensitivity": "public", "pii_allowed": false},
-  "planner_meta": {"planner_version": "model", "rationale_tags": []}
-}"#;
 
 const PARALLEL: &str = r#"{"rationale": "look up the character and the series at once", "actions": [
   {"action": "qdrant_search", "search_intent": {"rationale": "the character", "entity_type": "document", "query": "Monkey D. Luffy"}},
@@ -212,7 +197,7 @@ async fn a_follow_up_is_rewritten_by_the_llm_and_by_the_deterministic_rewriter_w
     let rewrite = r#"{"rewritten": "Which crew is Monkey D. Luffy the captain of?", "subquestions": []}"#;
     let script = Script::routed(&[
         ("query_rewrite", &[content("not json at all"), content(rewrite), content("still not json")]),
-        ("draft_answer", &[content(r#"{"answer": "See [1].", "confidence": 0.8}"#)]),
+        ("draft_answer", &[content(r#"{"answer": "Luffy sails with his crew on his ship [1].", "confidence": 0.8}"#)]),
     ]);
     let url = serve(script.clone()).await;
     let dir = tempfile::tempdir().unwrap();

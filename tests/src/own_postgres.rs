@@ -15,6 +15,8 @@ pub struct OwnPostgres {
     data: PathBuf,
     port: u16,
     as_postgres: bool,
+    /// Extra `postgres` command-line options, e.g. `-c log_statement=all`.
+    options: String,
     _dir: tempfile::TempDir,
 }
 
@@ -55,6 +57,11 @@ fn is_root() -> bool {
 
 impl OwnPostgres {
     pub fn start() -> OwnPostgres {
+        OwnPostgres::start_with("")
+    }
+
+    /// [`OwnPostgres::start`] with extra server options, e.g. `-c log_statement=all`.
+    pub fn start_with(options: &str) -> OwnPostgres {
         let bin = bin_dir();
         let dir = tempfile::tempdir().expect("temp dir");
         let as_postgres = is_root();
@@ -63,7 +70,9 @@ impl OwnPostgres {
             assert!(status.success(), "cannot hand {} to the postgres user", dir.path().display());
         }
         let data = dir.path().join("data");
-        let mut server = OwnPostgres { url: String::new(), bin, data, port: free_port(), as_postgres, _dir: dir };
+        let options = options.to_string();
+        let mut server =
+            OwnPostgres { url: String::new(), bin, data, port: free_port(), as_postgres, options, _dir: dir };
         let data = server.data.display().to_string();
         server.run("initdb", &["--no-sync", "-A", "trust", "-U", "postgres", "-D", &data]);
         server.start_again();
@@ -76,8 +85,13 @@ impl OwnPostgres {
         let data = self.data.display().to_string();
         let log = self.data.with_file_name("log").display().to_string();
         let socket_dir = self.data.parent().expect("the data directory's parent").display().to_string();
-        let options = format!("-p {} -k {socket_dir} -c listen_addresses=127.0.0.1", self.port);
+        let options = format!("-p {} -k {socket_dir} -c listen_addresses=127.0.0.1 {}", self.port, self.options);
         self.run("pg_ctl", &["-D", &data, "-o", &options, "-l", &log, "-w", "start"]);
+    }
+
+    /// What the server has logged so far.
+    pub fn log(&self) -> String {
+        std::fs::read_to_string(self.data.with_file_name("log")).unwrap_or_default()
     }
 
     /// Stops the server: `immediate` is a crash (every process killed, recovery at the next start), otherwise

@@ -15,7 +15,7 @@ use super::{
 use crate::{
     entity_types::KnownTypes,
     llm::{Agent, LlmAgent, Usage, agent::charge, prompts, structured::StructuredSpec},
-    machine, telemetry,
+    machine, telemetry, text,
 };
 
 /// Seed 002 §10's words for an answer reached without the LLM's full help.
@@ -67,11 +67,10 @@ impl StageLogic for LlmSynthesizer {
         if !abstained && reason != TerminationReason::Clarification {
             let cites_a_card = |d: &DraftAnswer| -> Result<(), String> {
                 let known = cited_numbers(&d.answer).into_iter().any(|n| state.cards.iter().any(|c| c.n == n));
-                if known {
-                    Ok(())
-                } else {
-                    Err("the answer cites none of the numbered documents; cite each claim as [n]".into())
+                if !known {
+                    return Err("the answer cites none of the numbered documents; cite each claim as [n]".into());
                 }
+                about_the_question(state, &d.answer)
             };
             if let Some(out) =
                 self.llm.ask::<DraftAnswer>(Agent::Synthesizer, prompts::SYNTHESIZE, state, &cites_a_card).await
@@ -117,6 +116,28 @@ fn written(state: &LoopState, base: AgentResponse, draft: DraftAnswer, reason: T
         response.warnings.push("HALLUCINATED_CITATIONS_REMOVED".into());
     }
     response
+}
+
+/// An answer must say something about what was asked: at least one of the question's entities or key terms.
+/// A model that follows an instruction planted in a document ("ignore the question and reply …") writes an
+/// answer about something else; it is asked again, and its deterministic twin answers if it persists.
+fn about_the_question(state: &LoopState, answer: &str) -> Result<(), String> {
+    let a = &state.analysis;
+    let stems = |t: &str| -> Vec<String> { text::content_words(t).iter().map(|w| text::stem(w).to_string()).collect() };
+    let asked: Vec<String> = a.entities.iter().chain(&a.keywords).flat_map(|t| stems(t)).collect();
+    if asked.is_empty() {
+        return Ok(());
+    }
+    let said = stems(answer);
+    if asked.iter().any(|t| said.contains(t)) {
+        Ok(())
+    } else {
+        let terms: Vec<&str> = a.entities.iter().chain(&a.keywords).map(String::as_str).collect();
+        Err(format!(
+            "the answer does not mention what the question asks about ({}); answer the question itself, from the documents",
+            terms.join(", ")
+        ))
+    }
 }
 
 fn mark_degraded(response: &mut AgentResponse) {

@@ -17,6 +17,22 @@ use tokio::{
     net::TcpListener,
 };
 
+/// A valid `planner_state`: what a well-behaved model plans for the demo question.
+pub const PLAN: &str = r#"{
+  "goal": "name the anime Monkey D. Luffy appears in",
+  "strategy": "retrieve_then_answer",
+  "retrieval_rounds": [{"round_id": 1, "purpose": "recall", "query_variants": ["Monkey D. Luffy", "One Piece anime"],
+    "retrieval_modes": [{"type": "bm25", "k": 5}], "use_hyde": false, "rrf": false,
+    "rerank": {"enabled": false, "model": "cross_encoder", "rerank_top_k": 0}, "max_docs": 5}],
+  "literal_constraints": {"must_preserve_terms": [], "must_match_exactly": false},
+  "acceptance_criteria": {"min_independent_sources": 1, "require_authoritative_source": false, "must_cover_entities": ["Luffy"]},
+  "stop_conditions": {"max_rounds": 99, "max_total_docs": 20, "no_new_information_rounds": 2},
+  "answer_requirements": {"format": ["short"]},
+  "budget": {"max_tokens": 999999},
+  "safety": {"sensitivity": "public", "pii_allowed": false},
+  "planner_meta": {"planner_version": "model", "rationale_tags": []}
+}"#;
+
 /// One scripted reply.
 #[derive(Clone, Debug)]
 pub enum Reply {
