@@ -14,6 +14,8 @@ pub mod embed;
 pub mod endpoint;
 pub mod entity_types;
 pub mod eval;
+#[doc(hidden)]
+pub mod fuzzing;
 pub mod graph;
 pub mod guard;
 pub mod index;

@@ -12,6 +12,8 @@ pub mod degraded;
 pub mod envelope;
 pub mod error;
 pub mod event;
+#[doc(hidden)]
+pub mod fuzzing;
 pub mod intent;
 pub mod lookup;
 pub mod loop_state;

@@ -9,8 +9,7 @@ use std::{collections::BTreeMap, io::Write};
 
 use sleuth_actors::{
     config::Config,
-    graph::{self, GraphStore},
-    ingest,
+    graph, ingest,
     stages::graph::{check, execute},
 };
 use sleuth_messages::{EntityRef, EntityType, GraphIntent, GraphLimits, GraphQueryType, JsonMap};
@@ -82,6 +81,9 @@ const PAYLOADS: &[&str] = &[
     "'; RESET ALL; --",
 ];
 
+/// Payloads with their index in [`PAYLOADS`].
+type Indexed = Vec<(usize, &'static str)>;
+
 /// A marker per payload, so the log can be searched for each one unambiguously.
 fn marked(i: usize, payload: &str) -> String {
     format!("zqx{i:02}q {payload}")
@@ -119,7 +121,7 @@ async fn hostile_strings_reach_postgres_only_as_bound_values_and_every_table_sur
 
     // A NUL cannot be stored in PostgreSQL text: that payload is refused at ingestion as a whole (all or nothing),
     // so it is ingested on its own and must fail cleanly.
-    let (storable, nul): (Vec<(usize, &str)>, Vec<(usize, &str)>) =
+    let (storable, nul): (Indexed, Indexed) =
         PAYLOADS.iter().copied().enumerate().partition(|(_, p)| !p.contains('\u{0}'));
 
     let dir = tempfile::tempdir().unwrap();

@@ -99,18 +99,21 @@ pub fn parse_jsonl(source: &str, text: &str) -> anyhow::Result<Vec<Document>> {
     Ok(docs)
 }
 
+/// A Markdown file as one document: its first `# ` heading is the title, else the file's stem.
+pub fn parse_markdown(id: &str, stem: &str, text: String) -> Document {
+    let title = text
+        .lines()
+        .find_map(|l| l.strip_prefix("# ").map(|t| t.trim().to_string()))
+        .unwrap_or_else(|| stem.to_string());
+    Document { id: id.to_string(), title, text, metadata: JsonMap::new() }
+}
+
 fn read_file(path: &Path) -> anyhow::Result<Vec<Document>> {
     let text = std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
     let stem = path.file_stem().map(|s| s.to_string_lossy().to_string()).unwrap_or_default();
     match path.extension().and_then(|e| e.to_str()).unwrap_or("") {
         "jsonl" | "ndjson" => parse_jsonl(&path.display().to_string(), &text),
-        "md" | "markdown" => {
-            let title = text
-                .lines()
-                .find_map(|l| l.strip_prefix("# ").map(|t| t.trim().to_string()))
-                .unwrap_or_else(|| stem.clone());
-            Ok(vec![Document { id: path.display().to_string(), title, text, metadata: JsonMap::new() }])
-        }
+        "md" | "markdown" => Ok(vec![parse_markdown(&path.display().to_string(), &stem, text)]),
         "txt" | "text" => {
             Ok(vec![Document { id: path.display().to_string(), title: stem, text, metadata: JsonMap::new() }])
         }

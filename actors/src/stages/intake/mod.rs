@@ -169,10 +169,30 @@ async fn publish_state(
     if !(state.phase == sleuth_messages::Phase::Planning && state.turn == 1) {
         return Ok(());
     }
-    publish_all(ctx, state, trace, false).await.map_err(|e| {
-        ErrorResponse::new(ErrorKind::Unavailable, format!("cannot publish work: {e}")).for_request(state.request_id)
-    })
+    // The state is stored: giving up now would strand it. A bus that is briefly away (a NATS server restarting)
+    // is waited for, with backoff, for a bounded time within the request's deadline; the messages carry ids, so
+    // a publish that did go through before its ack was lost is not doubled.
+    let give_up_ms = telemetry::now_ms().saturating_add(PUBLISH_PATIENCE_MS).min(state.deadline_ms);
+    let mut attempt = 0;
+    loop {
+        match publish_all(ctx, state, trace, false).await {
+            Ok(()) => return Ok(()),
+            Err(e) if telemetry::now_ms() >= give_up_ms => {
+                return Err(ErrorResponse::new(ErrorKind::Unavailable, format!("cannot publish work: {e}"))
+                    .for_request(state.request_id));
+            }
+            Err(e) => {
+                let wait = crate::guard::backoff(attempt, 100, 2_000);
+                tracing::warn!(request_id = %state.request_id, attempt, error = %e, wait_ms = wait.as_millis() as u64, "cannot publish the first work yet; retrying");
+                tokio::time::sleep(wait).await;
+                attempt += 1;
+            }
+        }
+    }
 }
+
+/// How long intake keeps trying to publish a new request's first work before it answers with an error.
+const PUBLISH_PATIENCE_MS: u64 = 15_000;
 
 /// The questions to ask back about an ambiguous question: one or two, each with its reason.
 fn clarify(question: &str, why: &str) -> Vec<ClarifyingQuestion> {
