@@ -96,6 +96,10 @@ pub fn render_plan(plan: &PlannerState) -> String {
 /// How long a question may go without a sign that an intake replica took it up before it is sent again.
 pub const RESEND_AFTER: Duration = Duration::from_secs(2);
 
+/// How long "no responders" may last before `ask` says nothing is running: a restarted NATS server's clients
+/// subscribe again within a second or two.
+const NO_RESPONDERS_GRACE: Duration = Duration::from_secs(4);
+
 /// Sends `request` to `sleuth.v1.ask` and waits for the reply. With `on_event`, prints progress as it happens.
 pub async fn ask_remote(
     url: &str,
@@ -147,6 +151,7 @@ pub async fn ask_with(
     // A stage that re-publishes after a redelivery sends an event again (JetStream keeps one copy, but a core
     // subscriber sees both): show each once.
     let mut seen = std::collections::HashSet::new();
+    let mut no_responders_since = None;
     let wait = async {
         loop {
             tokio::select! {
@@ -160,7 +165,14 @@ pub async fn ask_with(
                 reply = replies.next() => {
                     let reply = reply.context("reply inbox closed")?;
                     if reply.status == Some(async_nats::StatusCode::NO_RESPONDERS) {
-                        anyhow::bail!("nothing answers {}: start the stages with `sleuth serve --stages all`", subjects.ask());
+                        // Right after a NATS server restart the stages may not have subscribed again yet: the
+                        // next re-send tries again. Nothing answering for longer means nothing is running.
+                        let since = *no_responders_since.get_or_insert_with(std::time::Instant::now);
+                        if since.elapsed() >= NO_RESPONDERS_GRACE {
+                            anyhow::bail!("nothing answers {}: start the stages with `sleuth serve --stages all`", subjects.ask());
+                        }
+                        tracing::info!(%request_id, "nothing answers the question yet: sending it again shortly");
+                        continue;
                     }
                     let reply = codec::decode::<AskReply>(&reply.payload)?.0;
                     if let Some(cb) = on_event.as_deref_mut() {

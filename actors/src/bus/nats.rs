@@ -264,6 +264,7 @@ impl Bus for NatsBus {
         let messages = consumer
             .stream()
             .max_messages_per_batch(batch)
+            .expires(PULL_EXPIRES)
             .messages()
             .await
             .map_err(|e| unavailable(format!("cannot consume {stage} work: {e}")))?;
@@ -325,6 +326,7 @@ impl Bus for NatsBus {
         let messages = consumer
             .stream()
             .max_messages_per_batch(16)
+            .expires(PULL_EXPIRES)
             .messages()
             .await
             .map_err(|e| unavailable(format!("cannot consume deadline timers: {e}")))?;
@@ -377,6 +379,12 @@ pub struct NatsQueue {
     stage: Stage,
     poison: mpsc::UnboundedSender<DeadLetter>,
 }
+
+/// How long one pull request waits on the server. A server that is SIGKILLed forgets the pull requests it held
+/// and tells no one: the client pulls again only when its request expires (async-nats' default: 30 s, which left
+/// stages idle for that long after a restart). Short pulls cost one small request per consumer every few
+/// seconds.
+const PULL_EXPIRES: Duration = Duration::from_secs(3);
 
 #[async_trait]
 impl WorkQueue for NatsQueue {
