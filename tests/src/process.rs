@@ -250,3 +250,27 @@ pub fn spawn_cli(deployment: &Deployment, args: &[&str], extra_env: &[(&str, &st
     }
     cmd.spawn().unwrap_or_else(|e| panic!("cannot start sleuth {args:?}: {e}"))
 }
+
+/// A file of the bundled demo graph (`actors/data/demo_graph`), for `sleuth ingest graph`.
+pub fn demo_graph_file(name: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../actors/data/demo_graph").join(name)
+}
+
+/// Asks `question` over the deployment's NATS and returns the reply with the request's stored loop state.
+pub async fn ask_with_state(
+    deployment: &Deployment,
+    question: &str,
+) -> (sleuth_messages::AskReply, sleuth_messages::LoopState) {
+    let config = deployment.config();
+    let reply = sleuth_actors::client::ask_remote(
+        &deployment.nats_url,
+        &config.subjects(),
+        sleuth_messages::AskRequest::new(question),
+        Duration::from_secs(60),
+        None,
+    )
+    .await
+    .expect("answer over nats");
+    let state = crate::stored_state(&config, reply.request_id.expect("request id")).await.expect("state in kv");
+    (reply, state)
+}

@@ -4,33 +4,14 @@
 //! the graph was unavailable. Started again, the database serves the third once its circuit lets a probe
 //! through. Needs nats-server and PostgreSQL's `initdb`/`pg_ctl` (`.ci/run` has both).
 
-use std::{
-    path::PathBuf,
-    time::{Duration, Instant},
-};
+use std::time::{Duration, Instant};
 
 use sleuth_actors::client;
-use sleuth_messages::{
-    Action, ActionResult, AgentResponse, AskReply, AskRequest, Backend, ErrorKind, LoopState, Outcome,
-};
-use sleuth_tests::{nats::nats_server, own_postgres::OwnPostgres, process::*, stored_state, unique};
-
-fn demo_file(name: &str) -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../actors/data/demo_graph").join(name)
-}
+use sleuth_messages::{Action, ActionResult, AgentResponse, AskReply, Backend, ErrorKind, LoopState, Outcome};
+use sleuth_tests::{nats::nats_server, own_postgres::OwnPostgres, process::*, unique};
 
 async fn ask(deployment: &Deployment, question: &str) -> (AgentResponse, LoopState, AskReply) {
-    let config = deployment.config();
-    let reply = client::ask_remote(
-        &deployment.nats_url,
-        &config.subjects(),
-        AskRequest::new(question),
-        Duration::from_secs(60),
-        None,
-    )
-    .await
-    .expect("answer over nats");
-    let state = stored_state(&config, reply.request_id.expect("request id")).await.expect("state in kv");
+    let (reply, state) = ask_with_state(deployment, question).await;
     match &reply.outcome {
         Outcome::Answer(answer) => (answer.clone(), state, reply),
         Outcome::Error(e) => panic!("{question}: expected an answer, degraded or not, got {e}"),
@@ -58,8 +39,8 @@ async fn a_crashed_postgres_leaves_document_search_and_the_answer_says_so() {
     let mut deployment = Deployment::seeded(&nats.url, &unique("outage"), dir.path());
     deployment.env.push(("SLEUTH__DATABASE__URL".into(), pg.url.clone()));
     deployment.env.push(("SLEUTH__BACKENDS__BREAKER_COOLDOWN_MS".into(), "1000".into()));
-    let entities = demo_file("entities.jsonl").display().to_string();
-    let edges = demo_file("edges.jsonl").display().to_string();
+    let entities = demo_graph_file("entities.jsonl").display().to_string();
+    let edges = demo_graph_file("edges.jsonl").display().to_string();
     let out = run_cli(&deployment, &["ingest", "graph", &entities, &edges], &[]);
     assert!(out.status.success(), "ingest graph failed: {}", String::from_utf8_lossy(&out.stderr));
     let _processes = start_all_separately(&deployment);

@@ -3,33 +3,18 @@
 //! process, and both questions are answered through `sleuth.v1.ask`: entities resolved, the graph traversed,
 //! the path cited as evidence. Needs nats-server and `SLEUTH_TEST_DATABASE_URL` (both set up by `.ci/run`).
 
-use std::{path::PathBuf, process::Command, time::Duration};
+use std::process::Command;
 
-use sleuth_actors::{client, ingest::graph::entity_id};
+use sleuth_actors::ingest::graph::entity_id;
 use sleuth_messages::{
-    Action, AgentResponse, AskRequest, EntityRef, EntityType, GraphQueryType, LoopState, Outcome, TerminationReason,
+    Action, AgentResponse, AskReply, EntityRef, EntityType, GraphQueryType, LoopState, Outcome, TerminationReason,
 };
-use sleuth_tests::{nats::nats_server, postgres::test_database, process::*, stored_state, unique};
-
-fn demo_file(name: &str) -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../actors/data/demo_graph").join(name)
-}
+use sleuth_tests::{nats::nats_server, postgres::test_database, process::*, unique};
 
 async fn ask(deployment: &Deployment, question: &str) -> (AgentResponse, LoopState) {
-    let config = deployment.config();
-    let reply = client::ask_remote(
-        &deployment.nats_url,
-        &config.subjects(),
-        AskRequest::new(question),
-        Duration::from_secs(60),
-        None,
-    )
-    .await
-    .expect("answer over nats");
-    let state = stored_state(&config, reply.request_id.expect("request id")).await.expect("state in kv");
-    match reply.outcome {
-        Outcome::Answer(answer) => (answer, state),
-        Outcome::Error(e) => panic!("{question}: expected an answer, got {e}"),
+    match ask_with_state(deployment, question).await {
+        (AskReply { outcome: Outcome::Answer(answer), .. }, state) => (answer, state),
+        (reply, _) => panic!("{question}: expected an answer, got {:?}", reply.outcome),
     }
 }
 
@@ -49,8 +34,8 @@ async fn seed_traces_over_nats_with_the_graph_on_postgres() {
     let mut ingest = Command::new(sleuth_bin());
     ingest
         .args(["ingest", "graph"])
-        .arg(demo_file("entities.jsonl"))
-        .arg(demo_file("edges.jsonl"))
+        .arg(demo_graph_file("entities.jsonl"))
+        .arg(demo_graph_file("edges.jsonl"))
         .env_remove("SLEUTH_CONFIG");
     for (k, v) in deployment.vars() {
         ingest.env(k, v);
