@@ -63,10 +63,6 @@ impl Guard {
         }
     }
 
-    pub fn backend(&self) -> Backend {
-        self.backend
-    }
-
     /// True while the circuit keeps calls out.
     pub fn is_open(&self) -> bool {
         self.breaker.is_open()
