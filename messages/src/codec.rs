@@ -2,7 +2,10 @@
 //!
 //! Decoding never panics. Every failure is a [`CodecError`] that converts into a typed [`ErrorResponse`].
 
-use serde::{Deserialize, Serialize, de::DeserializeOwned};
+use serde::{
+    Deserialize, Serialize,
+    de::{DeserializeOwned, DeserializeSeed},
+};
 
 use crate::{
     envelope::SCHEMA_VERSION,
@@ -60,25 +63,24 @@ pub fn encode<T: Serialize>(value: &T, encoding: Encoding) -> Result<Vec<u8>, Co
     }
 }
 
-/// Only the version field, read before the full decode so a future shape is reported as a version problem.
-#[derive(Deserialize)]
-struct VersionProbe {
-    #[serde(default)]
-    schema_version: Option<u16>,
-    #[serde(default)]
-    envelope: Option<EnvelopeProbe>,
-}
-
-#[derive(Deserialize)]
-struct EnvelopeProbe {
-    #[serde(default)]
-    schema_version: Option<u16>,
-}
-
 fn parse<T: DeserializeOwned>(bytes: &[u8], encoding: Encoding) -> Result<T, CodecError> {
     let result = match encoding {
         Encoding::MsgPack => rmp_serde::from_slice(bytes).map_err(|e| e.to_string()),
         Encoding::Json => serde_json::from_slice(bytes).map_err(|e| e.to_string()),
+    };
+    result.map_err(|message| CodecError::Malformed { encoding, message })
+}
+
+fn parse_seeded<'de, S: DeserializeSeed<'de>>(
+    bytes: &'de [u8],
+    encoding: Encoding,
+    seed: S,
+) -> Result<S::Value, CodecError> {
+    let result = match encoding {
+        Encoding::MsgPack => {
+            seed.deserialize(&mut rmp_serde::Deserializer::from_read_ref(bytes)).map_err(|e| e.to_string())
+        }
+        Encoding::Json => seed.deserialize(&mut serde_json::Deserializer::from_slice(bytes)).map_err(|e| e.to_string()),
     };
     result.map_err(|message| CodecError::Malformed { encoding, message })
 }
@@ -89,16 +91,14 @@ pub fn decode<T: DeserializeOwned>(bytes: &[u8]) -> Result<(T, Encoding), CodecE
         return Err(CodecError::TooLarge { size: bytes.len(), limit: MAX_PAYLOAD_BYTES });
     }
     let encoding = Encoding::detect(bytes);
-    if let Ok(probe) = parse::<VersionProbe>(bytes, encoding) {
-        let found = probe.schema_version.or(probe.envelope.and_then(|e| e.schema_version));
-        if let Some(found) = found
-            && found != SCHEMA_VERSION
-        {
-            return Err(CodecError::UnsupportedVersion { found });
-        }
+    if let Some(found) = probe::declared_version::<T>(bytes, encoding)
+        && found != SCHEMA_VERSION
+    {
+        return Err(CodecError::UnsupportedVersion { found });
     }
     Ok((parse(bytes, encoding)?, encoding))
 }
 
+mod probe;
 #[cfg(test)]
 mod tests;

@@ -421,6 +421,37 @@ fn unknown_schema_version_is_reported_as_such() {
     assert_eq!(response.kind, ErrorKind::UnsupportedVersion);
 }
 
+/// serde matches MessagePack maps keyed by field index, and structs sent as arrays, by position; the version
+/// check must find the version there too (fuzzing found `{5: 5, 0: "…"}` decoding as an `AskRequest` of version 5).
+#[test]
+fn a_version_given_by_field_index_or_position_is_checked() {
+    let by_index = b"\x82\x05\x05\x00\xa1q";
+    let response: ErrorResponse = decode::<AskRequest>(by_index).unwrap_err().into();
+    assert_eq!(response.kind, ErrorKind::UnsupportedVersion);
+
+    let mut ask = AskRequest::new("q");
+    ask.request_id = Some(request_id());
+    ask.conversation_id = Some("c".into());
+    ask.max_turns = Some(1);
+    ask.timeout_ms = Some(1);
+    ask.schema_version = Some(6);
+    let as_array = rmp_serde::to_vec(&ask).unwrap();
+    let response: ErrorResponse = decode::<AskRequest>(&as_array).unwrap_err().into();
+    assert_eq!(response.kind, ErrorKind::UnsupportedVersion);
+
+    let mut item = work_item();
+    item.envelope.schema_version = 7;
+    let as_array = rmp_serde::to_vec(&item).unwrap();
+    let response: ErrorResponse = decode::<WorkItem>(&as_array).unwrap_err().into();
+    assert_eq!(response.kind, ErrorKind::UnsupportedVersion);
+
+    // The current version, by position, still decodes; so does a type with no version (the entity-type list).
+    ask.schema_version = Some(SCHEMA_VERSION);
+    assert_eq!(decode::<AskRequest>(&rmp_serde::to_vec(&ask).unwrap()).unwrap().0, ask);
+    let types = encode(&vec!["anime".to_owned()], Encoding::MsgPack).unwrap();
+    assert_eq!(decode::<Vec<String>>(&types).unwrap().0, ["anime"]);
+}
+
 #[test]
 fn unknown_enum_value_is_malformed_not_a_panic() {
     let json = br#"{"envelope":{"schema_version":1,"request_id":"01890a5d-ac96-774b-bcce-b302099a8057","turn":1,"step":0,"deadline_ms":1,"attempt":1},"stage":"teleporter"}"#;

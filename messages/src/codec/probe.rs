@@ -1,0 +1,220 @@
+//! The schema version a payload declares, read before the full decode so that a future shape is reported as a
+//! version problem.
+//!
+//! The version is found where the full decode would find it. sleuth writes fields by name, but serde also
+//! matches a MessagePack map keyed by field *index*, and a struct sent as an array, by position; a probe that read
+//! names only let `{5: 5}` through as an `AskRequest` of version 5 (found by fuzzing; the input is in `fuzz/corpus/wire`).
+//! So the probe learns `T`'s field list from serde itself and looks by name, by index and by position.
+
+use std::fmt;
+
+use serde::{
+    Deserialize, Deserializer,
+    de::{self, DeserializeOwned, DeserializeSeed, IgnoredAny, MapAccess, SeqAccess, Visitor},
+    forward_to_deserialize_any,
+};
+
+use super::{Encoding, parse_seeded};
+use crate::envelope::Envelope;
+
+/// The version `bytes` declare for `T`: its own `schema_version` field, else its envelope's. `None` when the
+/// payload declares none, `T` has neither field, or the payload is too malformed to say (the full decode says).
+pub(super) fn declared_version<T: DeserializeOwned>(bytes: &[u8], encoding: Encoding) -> Option<u16> {
+    let fields = struct_fields::<T>()?;
+    let probe = Probe { version_at: position(fields, "schema_version"), envelope_at: position(fields, "envelope") };
+    if probe.version_at.is_none() && probe.envelope_at.is_none() {
+        return None;
+    }
+    parse_seeded(bytes, encoding, probe).ok().flatten()
+}
+
+fn position(fields: &[&str], name: &str) -> Option<usize> {
+    fields.iter().position(|field| *field == name)
+}
+
+/// Where to look in one struct: the version field's position, and the envelope's (whose version is looked up
+/// the same way, one level down).
+#[derive(Clone, Copy)]
+struct Probe {
+    version_at: Option<usize>,
+    envelope_at: Option<usize>,
+}
+
+impl Probe {
+    fn of_envelope() -> Probe {
+        let fields = struct_fields::<Envelope>().unwrap_or_default();
+        Probe { version_at: position(fields, "schema_version"), envelope_at: None }
+    }
+
+    /// What the value at `key` is to this probe.
+    fn role(&self, key: &Key) -> Role {
+        let index = match key {
+            Key::Name(name) if name == "schema_version" => return self.version_role(),
+            Key::Name(name) if name == "envelope" => return self.envelope_role(),
+            Key::Name(_) | Key::Other => return Role::Skip,
+            Key::Index(index) => Some(*index),
+        };
+        if index == self.version_at {
+            self.version_role()
+        } else if index == self.envelope_at {
+            self.envelope_role()
+        } else {
+            Role::Skip
+        }
+    }
+
+    fn version_role(&self) -> Role {
+        if self.version_at.is_some() { Role::Version } else { Role::Skip }
+    }
+
+    fn envelope_role(&self) -> Role {
+        if self.envelope_at.is_some() { Role::Envelope } else { Role::Skip }
+    }
+}
+
+enum Role {
+    Version,
+    Envelope,
+    Skip,
+}
+
+impl<'de> DeserializeSeed<'de> for Probe {
+    type Value = Option<u16>;
+
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Option<u16>, D::Error> {
+        deserializer.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for Probe {
+    type Value = Option<u16>;
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a struct, as a map or an array")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Option<u16>, A::Error> {
+        let (mut version, mut envelope) = (None, None);
+        while let Some(key) = map.next_key::<Key>()? {
+            match self.role(&key) {
+                Role::Version => version = map.next_value::<Option<u16>>()?,
+                Role::Envelope => envelope = map.next_value_seed(Probe::of_envelope())?,
+                Role::Skip => {
+                    map.next_value::<IgnoredAny>()?;
+                }
+            }
+        }
+        Ok(version.or(envelope))
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Option<u16>, A::Error> {
+        let (mut version, mut envelope) = (None, None);
+        let mut index = 0;
+        loop {
+            let found = match self.role(&Key::Index(index)) {
+                Role::Version => seq.next_element::<Option<u16>>()?.map(|v| version = v),
+                Role::Envelope => seq.next_element_seed(Probe::of_envelope())?.map(|v| envelope = v),
+                Role::Skip => seq.next_element::<IgnoredAny>()?.map(drop),
+            };
+            if found.is_none() {
+                return Ok(version.or(envelope));
+            }
+            index += 1;
+        }
+    }
+}
+
+/// A map key as serde's derived field visitors accept it: a name, or a field index.
+enum Key {
+    Name(String),
+    Index(usize),
+    Other,
+}
+
+impl<'de> Deserialize<'de> for Key {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Key, D::Error> {
+        deserializer.deserialize_any(KeyVisitor)
+    }
+}
+
+struct KeyVisitor;
+
+impl<'de> Visitor<'de> for KeyVisitor {
+    type Value = Key;
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a field name or index")
+    }
+
+    fn visit_u64<E: de::Error>(self, v: u64) -> Result<Key, E> {
+        Ok(usize::try_from(v).map_or(Key::Other, Key::Index))
+    }
+
+    fn visit_i64<E: de::Error>(self, v: i64) -> Result<Key, E> {
+        Ok(usize::try_from(v).map_or(Key::Other, Key::Index))
+    }
+
+    fn visit_str<E: de::Error>(self, v: &str) -> Result<Key, E> {
+        Ok(Key::Name(v.to_owned()))
+    }
+
+    fn visit_bytes<E: de::Error>(self, v: &[u8]) -> Result<Key, E> {
+        Ok(std::str::from_utf8(v).map_or(Key::Other, |name| Key::Name(name.to_owned())))
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Key, A::Error> {
+        while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
+        Ok(Key::Other)
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Key, A::Error> {
+        while seq.next_element::<IgnoredAny>()?.is_some() {}
+        Ok(Key::Other)
+    }
+
+    fn visit_bool<E: de::Error>(self, _: bool) -> Result<Key, E> {
+        Ok(Key::Other)
+    }
+
+    fn visit_f64<E: de::Error>(self, _: f64) -> Result<Key, E> {
+        Ok(Key::Other)
+    }
+
+    fn visit_unit<E: de::Error>(self) -> Result<Key, E> {
+        Ok(Key::Other)
+    }
+}
+
+/// `T`'s field names in declaration order (their indices are what serde matches positionally), or `None` when
+/// `T` does not deserialize as a plain struct.
+fn struct_fields<T: DeserializeOwned>() -> Option<&'static [&'static str]> {
+    let mut recorder = FieldRecorder(None);
+    let _ = T::deserialize(&mut recorder);
+    recorder.0
+}
+
+/// A deserializer that fails at once, noting the field list when asked for a struct.
+struct FieldRecorder(Option<&'static [&'static str]>);
+
+impl<'de> Deserializer<'de> for &mut FieldRecorder {
+    type Error = de::value::Error;
+
+    fn deserialize_any<V: Visitor<'de>>(self, _: V) -> Result<V::Value, Self::Error> {
+        Err(de::Error::custom("not a struct"))
+    }
+
+    fn deserialize_struct<V: Visitor<'de>>(
+        self,
+        _name: &'static str,
+        fields: &'static [&'static str],
+        _visitor: V,
+    ) -> Result<V::Value, Self::Error> {
+        self.0 = Some(fields);
+        Err(de::Error::custom("fields recorded"))
+    }
+
+    forward_to_deserialize_any! {
+        bool i8 i16 i32 i64 i128 u8 u16 u32 u64 u128 f32 f64 char str string bytes byte_buf option unit
+        unit_struct newtype_struct seq tuple tuple_struct map enum identifier ignored_any
+    }
+}
