@@ -123,6 +123,16 @@ pub struct Card {
     pub n: u32,
     pub turn: u32,
     pub hit: Hit,
+    /// The state grew past its budget and this card, far down the ranking, became a handle: `hit.text` is only
+    /// its opening (a prefix of the passage), and the whole passage stays in the index under `hit.id`.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub compacted: bool,
+}
+
+impl Card {
+    pub fn new(n: u32, turn: u32, hit: Hit) -> Card {
+        Card { n, turn, hit, compacted: false }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -7,6 +7,7 @@
 //! which the bus de-duplicates by id.
 
 mod caps;
+pub mod compact;
 mod outbound;
 #[cfg(test)]
 mod tests;
@@ -215,10 +216,12 @@ pub fn apply_outcome(
                 continue;
             }
             let n = next.cards.len() as u32 + 1;
-            next.cards.push(Card { n, turn: state.turn, hit: hit.clone() });
+            next.cards.push(Card::new(n, state.turn, hit.clone()));
             outcome.new_cards += 1;
         }
     }
+    compact::outcomes_to_handles(&mut turn.outcomes);
+    compact::compact_cards(&mut next);
     // The fast route is one pass then the answer: no grading, no second turn (seed 001's simple path).
     if state.analysis.route == Route::Fast {
         enter_synthesis(&mut next, TerminationReason::SinglePass);

@@ -351,17 +351,16 @@ mod tests {
         state.cards = cards
             .iter()
             .enumerate()
-            .map(|(i, (title, text))| Card {
-                n: i as u32 + 1,
-                turn: 1,
-                hit: Hit {
+            .map(|(i, (title, text))| {
+                let hit = Hit {
                     id: title.to_string(),
                     doc_id: title.to_string(),
                     title: title.to_string(),
                     text: text.to_string(),
                     score: 10.0 - i as f32,
                     metadata: JsonMap::new(),
-                },
+                };
+                Card::new(i as u32 + 1, 1, hit)
             })
             .collect();
         state

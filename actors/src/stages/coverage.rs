@@ -66,7 +66,7 @@ mod tests {
             score: 1.0,
             metadata: JsonMap::new(),
         };
-        Card { n: 1, turn: 1, hit }
+        Card::new(1, 1, hit)
     }
 
     #[test]

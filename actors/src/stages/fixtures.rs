@@ -42,16 +42,13 @@ pub fn report(sufficient: bool) -> SufficiencyReport {
 
 /// A card numbered `n`, retrieved on `turn`, from document `doc_id`.
 pub fn card(n: u32, turn: u32, doc_id: &str, title: &str, text: &str) -> sleuth_messages::Card {
-    sleuth_messages::Card {
-        n,
-        turn,
-        hit: sleuth_messages::Hit {
-            id: format!("{doc_id}#0"),
-            doc_id: doc_id.into(),
-            title: title.into(),
-            text: text.into(),
-            score: 1.0,
-            metadata: Default::default(),
-        },
-    }
+    let hit = sleuth_messages::Hit {
+        id: format!("{doc_id}#0"),
+        doc_id: doc_id.into(),
+        title: title.into(),
+        text: text.into(),
+        score: 1.0,
+        metadata: Default::default(),
+    };
+    sleuth_messages::Card::new(n, turn, hit)
 }

@@ -112,7 +112,7 @@ mod tests {
                 for h in &r.raw_data {
                     if !state.cards.iter().any(|c| c.hit.id == h.id) {
                         let n = state.cards.len() as u32 + 1;
-                        state.cards.push(Card { n, turn: t.turn, hit: h.clone() });
+                        state.cards.push(Card::new(n, t.turn, h.clone()));
                     }
                 }
             }

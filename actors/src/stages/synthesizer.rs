@@ -306,18 +306,15 @@ mod tests {
     use sleuth_messages::{Hit, JsonMap};
 
     fn card(n: u32) -> Card {
-        Card {
-            n,
-            turn: 1,
-            hit: Hit {
-                id: format!("h{n}"),
-                doc_id: format!("d{n}"),
-                title: "t".into(),
-                text: "x".into(),
-                score: 1.0,
-                metadata: JsonMap::new(),
-            },
-        }
+        let hit = Hit {
+            id: format!("h{n}"),
+            doc_id: format!("d{n}"),
+            title: "t".into(),
+            text: "x".into(),
+            score: 1.0,
+            metadata: JsonMap::new(),
+        };
+        Card::new(n, 1, hit)
     }
 
     #[test]

@@ -149,7 +149,7 @@ fn sample_state() -> LoopState {
                 no_new_information: false,
             }),
         }],
-        cards: vec![Card { n: 1, turn: 1, hit: hit("d1") }],
+        cards: vec![Card::new(1, 1, hit("d1"))],
         counters: Counters::default(),
         degraded: vec![],
         outcome: Some(Outcome::Answer(AgentResponse {
