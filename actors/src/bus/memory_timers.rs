@@ -129,6 +129,10 @@ impl DeadlineDelivery for MemoryTimer {
         &self.timer.as_ref().expect("timer used after ack").1
     }
 
+    async fn in_progress(&self) -> Result<(), BusError> {
+        Ok(())
+    }
+
     async fn ack(mut self: Box<Self>) -> Result<(), BusError> {
         self.timer = None;
         Ok(())

@@ -61,6 +61,8 @@ pub trait WorkQueue: Send + Sync {
 pub trait DeadlineDelivery: Send + Sync {
     fn envelope(&self) -> &Envelope;
     fn trace(&self) -> &TraceHeaders;
+    /// Tells the bus the watchdog is still acting on it (resets AckWait).
+    async fn in_progress(&self) -> Result<(), BusError>;
     async fn ack(self: Box<Self>) -> Result<(), BusError>;
     /// Delivers it again after `delay`.
     async fn nak(self: Box<Self>, delay: Duration) -> Result<(), BusError>;

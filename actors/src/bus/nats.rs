@@ -198,7 +198,9 @@ impl NatsBus {
                     durable_name: Some(name.clone()),
                     filter_subject: self.subjects.deadline_filter(),
                     ack_policy: AckPolicy::Explicit,
-                    ack_wait: Duration::from_secs(30),
+                    // The stages' short AckWait: a timer held by a watchdog that was killed comes back to another
+                    // within seconds. A watchdog ending a request sends in-progress acks meanwhile.
+                    ack_wait: self.config.ack_wait(),
                     // A timer is naked until its deadline: it may be delivered any number of times, and every
                     // request in flight holds one.
                     max_deliver: -1,
@@ -535,6 +537,13 @@ impl DeadlineDelivery for NatsTimer {
 
     fn trace(&self) -> &TraceHeaders {
         &self.trace
+    }
+
+    async fn in_progress(&self) -> Result<(), BusError> {
+        match &self.message {
+            Some(m) => m.ack_with(AckKind::Progress).await.map_err(unavailable),
+            None => Ok(()),
+        }
     }
 
     async fn ack(mut self: Box<Self>) -> Result<(), BusError> {

@@ -18,7 +18,7 @@ use tracing::{Instrument, field::Empty};
 
 use super::{Counter, NodeContext, finish, kv, on_finished, publish_all, span_name};
 use crate::{
-    bus::Delivery,
+    bus::{BusError, Delivery},
     machine,
     stages::StageLogic,
     telemetry::{self, Scope, context, metrics, scope},
@@ -155,7 +155,7 @@ async fn run(
             next
         } else if machine::expects(&state, item) {
             anyhow::ensure!(!cancelled.is_cancelled(), "the request was cancelled but has not ended yet");
-            let work = with_progress(delivery, ctx.bus.ack_wait(), async {
+            let work = with_progress(|| delivery.in_progress(), ctx.bus.ack_wait(), async {
                 let delay = ctx.config.debug.stage_delay_ms;
                 if delay > 0 {
                     tokio::time::sleep(Duration::from_millis(delay)).await;
@@ -201,14 +201,19 @@ async fn note_duplicate(ctx: &NodeContext, mut state: LoopState, mut revision: u
     state
 }
 
-/// Runs `work` while telling the bus, every third of AckWait, that the delivery is still being worked on.
-async fn with_progress<T>(delivery: &dyn Delivery, ack_wait: Duration, work: impl Future<Output = T>) -> T {
+/// Runs `work` while telling the bus, every third of AckWait, that the delivery is still being worked on
+/// (`in_progress` sends one progress ack).
+pub(super) async fn with_progress<T, P: Future<Output = Result<(), BusError>>>(
+    in_progress: impl Fn() -> P,
+    ack_wait: Duration,
+    work: impl Future<Output = T>,
+) -> T {
     let period = (ack_wait / 3).max(Duration::from_millis(50));
     let ticker = async {
         let mut interval = tokio::time::interval_at(tokio::time::Instant::now() + period, period);
         loop {
             interval.tick().await;
-            if let Err(e) = delivery.in_progress().await {
+            if let Err(e) = in_progress().await {
                 tracing::warn!(error = %e, "cannot send in-progress ack");
             }
         }

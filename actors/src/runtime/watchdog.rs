@@ -61,7 +61,8 @@ async fn handle(ctx: &NodeContext, timer: Box<dyn DeadlineDelivery>) -> anyhow::
         return Ok(());
     };
     let trace = timer.trace().clone();
-    match finish::end_now(ctx, id, TerminationReason::Deadline, "watchdog", Some(&trace)).await {
+    let end = finish::end_now(ctx, id, TerminationReason::Deadline, "watchdog", Some(&trace));
+    match super::handler::with_progress(|| timer.in_progress(), ctx.bus.ack_wait(), end).await {
         Ok(true) => {
             ctx.stats.incr(stage, Counter::WatchdogAnswers);
             tracing::warn!(request_id = %id, waiting_on = %stage, "deadline passed with no answer: the watchdog answered");
