@@ -237,6 +237,7 @@ impl Node {
             conversations: Arc::new(Conversations::new(Arc::new(conversations), config.intake.conversation_turns)),
             generation: Arc::new(IndexGeneration::on_nats(js, &subjects, config.nats.replicas).await?),
             rewriter: if stages.contains(&Stage::Intake) { llm.clone() } else { None },
+            admission: Arc::new(crate::runtime::admission::Admission::new(config.intake.admission_min_backlog)),
             subjects,
             config,
             bus,

@@ -16,6 +16,9 @@ pub enum ErrorKind {
     UnsupportedVersion,
     Timeout,
     Unavailable,
+    /// The request could not start before its deadline: more work waits for the planners than they take in
+    /// its time budget. Refused at once, so the client can retry later or elsewhere.
+    Overloaded,
     /// A work message failed `max_deliver` times; the request was ended.
     DeadLetter,
     Internal,
@@ -33,7 +36,7 @@ pub struct ErrorResponse {
 
 impl ErrorResponse {
     pub fn new(kind: ErrorKind, message: impl Into<String>) -> ErrorResponse {
-        let retryable = matches!(kind, ErrorKind::Timeout | ErrorKind::Unavailable);
+        let retryable = matches!(kind, ErrorKind::Timeout | ErrorKind::Unavailable | ErrorKind::Overloaded);
         ErrorResponse { kind, message: message.into(), retryable, request_id: None }
     }
 

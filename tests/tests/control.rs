@@ -1,12 +1,12 @@
 //! Controlling a request over NATS: cancellation (`sleuth.v1.cancel.<id>`, and Ctrl-C in `sleuth ask`), the
-//! deadline watchdog when a stage has no live process, and following a request with `sleuth watch` and
-//! `sleuth ask --watch`.
+//! deadline watchdog when a stage has no live process, admission (`overloaded` when a request could not start
+//! before its deadline), and following a request with `sleuth watch` and `sleuth ask --watch`.
 
 use std::time::{Duration, Instant};
 
 use futures::StreamExt;
 use sleuth_actors::client;
-use sleuth_messages::{AskReply, AskRequest, EventKind, Outcome, Phase, Stage, TerminationReason};
+use sleuth_messages::{AskReply, AskRequest, ErrorKind, EventKind, Outcome, Phase, Stage, TerminationReason};
 use sleuth_tests::{events_of, nats::nats_server, process::*, stored_state, unique};
 
 const QUESTION: &str = "Which anime is Luffy in?";
@@ -132,6 +132,60 @@ async fn the_deadline_reply_comes_on_time_with_every_planner_dead() {
     let state = stored_state(&config, id).await.unwrap();
     assert_eq!((state.phase, state.stop_reason), (Phase::Done, Some(TerminationReason::Deadline)));
     assert!(state.turns.is_empty(), "no planner ever ran");
+}
+
+/// Work items waiting for a planner, from the planner consumer's info.
+async fn planner_backlog(nats_url: &str, deployment: &Deployment) -> u64 {
+    let js = async_nats::jetstream::new(async_nats::connect(nats_url).await.unwrap());
+    let subjects = deployment.config().subjects();
+    let stream = js.get_stream(subjects.work_stream()).await.unwrap();
+    stream.consumer_info(subjects.consumer(Stage::Planner)).await.unwrap().num_pending
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_no_planner_taking_work_a_new_request_is_refused_at_once_as_overloaded() {
+    let nats = nats_server();
+    let dir = tempfile::tempdir().unwrap();
+    let deployment = Deployment::seeded(&nats.url, &unique("overload"), dir.path());
+    let _intake = ServeProcess::start(&deployment, "intake", &[("SLEUTH__INTAKE__ADMISSION_MIN_BACKLOG", "5")]);
+    // The planner creates its consumer, then dies: what intake accepts from now on waits in its queue.
+    let planner = ServeProcess::start(&deployment, "planner", &[]);
+    planner.kill();
+    let subjects = deployment.config().subjects();
+    let ask = |timeout_ms: u64| {
+        let (url, subjects) = (nats.url.clone(), subjects.clone());
+        let request = AskRequest { timeout_ms: Some(timeout_ms), ..AskRequest::new(QUESTION) };
+        tokio::spawn(async move { client::ask_remote(&url, &subjects, request, Duration::from_secs(120), None).await })
+    };
+    // Six requests are admitted: the queue is short at first, and how fast it drains is not known yet.
+    let waiting: Vec<_> = (0..6).map(|_| ask(90_000)).collect();
+    let until = Instant::now() + Duration::from_secs(20);
+    while planner_backlog(&nats.url, &deployment).await < 6 {
+        assert!(Instant::now() < until, "the six requests never reached the planner's queue");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    // Long enough for intake to see that nothing is taken from the queue.
+    tokio::time::sleep(Duration::from_millis(1_500)).await;
+
+    let sent = Instant::now();
+    let reply = ask(30_000).await.unwrap().expect("intake answers");
+    let took = sent.elapsed();
+    let Outcome::Error(error) = &reply.outcome else { panic!("expected overloaded, got {:?}", reply.outcome) };
+    assert_eq!(error.kind, ErrorKind::Overloaded, "{error}");
+    assert!(error.retryable, "overloaded is worth retrying: {error}");
+    assert!(error.message.contains("no planner has taken work"), "{error}");
+    println!("refused as overloaded in {took:?}: {}", error.message);
+
+    // Planners come back: the queue drains, what waited is answered, and new requests are admitted again.
+    let _rest = ServeProcess::start(&deployment, "planner,retrieve,graph,grader,synthesizer", &[]);
+    for request in waiting {
+        let reply = request.await.unwrap().expect("a waiting request is answered");
+        assert!(matches!(reply.outcome, Outcome::Answer(_)), "{:?}", reply.outcome);
+    }
+    // Intake reads the backlog again once its last reading is older than SAMPLE_EVERY.
+    tokio::time::sleep(sleuth_actors::runtime::admission::SAMPLE_EVERY * 2).await;
+    let reply = ask(30_000).await.unwrap().expect("intake answers");
+    assert!(matches!(reply.outcome, Outcome::Answer(_)), "admitted again: {:?}", reply.outcome);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

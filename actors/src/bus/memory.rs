@@ -3,7 +3,10 @@
 
 use std::{
     collections::{HashMap, HashSet, VecDeque},
-    sync::{Arc, Mutex as StdMutex},
+    sync::{
+        Arc, Mutex as StdMutex,
+        atomic::{AtomicU64, Ordering},
+    },
     time::Duration,
 };
 
@@ -13,7 +16,7 @@ use sleuth_messages::{AskReply, Envelope, Event, ReplyTo, Stage, WorkItem};
 use tokio::sync::{Mutex, broadcast, mpsc};
 use uuid::Uuid;
 
-use super::{Bus, BusError, DeadLetter, DeadlineQueue, Delivery, WorkQueue, memory_timers::MemoryDeadlines};
+use super::{Backlog, Bus, BusError, DeadLetter, DeadlineQueue, Delivery, WorkQueue, memory_timers::MemoryDeadlines};
 use crate::telemetry::TraceHeaders;
 
 /// How many message ids the de-duplication window remembers.
@@ -29,7 +32,29 @@ struct Queued {
     attempt: u32,
 }
 
-type Sender = mpsc::UnboundedSender<Queued>;
+/// A stage's channel. What it sends is counted, and so is what its queue delivers: the difference is the backlog.
+#[derive(Clone)]
+struct Sender {
+    tx: mpsc::UnboundedSender<Queued>,
+    counts: Arc<Counts>,
+}
+
+#[derive(Default)]
+struct Counts {
+    sent: AtomicU64,
+    delivered: AtomicU64,
+}
+
+impl Sender {
+    fn send(&self, queued: Queued) -> Result<(), BusError> {
+        // Counted first, so a concurrent delivery never makes `delivered` overtake `sent`.
+        self.counts.sent.fetch_add(1, Ordering::Relaxed);
+        self.tx.send(queued).map_err(|_| {
+            self.counts.sent.fetch_sub(1, Ordering::Relaxed);
+            BusError::Unavailable("memory bus closed".into())
+        })
+    }
+}
 /// Each recent request's events, and the requests in arrival order (the oldest is forgotten first).
 type History = (HashMap<Uuid, Vec<Event>>, VecDeque<Uuid>);
 
@@ -68,6 +93,7 @@ impl MemoryBus {
             .entry(stage)
             .or_insert_with(|| {
                 let (tx, rx) = mpsc::unbounded_channel();
+                let tx = Sender { tx, counts: Arc::default() };
                 let queue = Arc::new(MemoryQueue {
                     rx: Mutex::new(rx),
                     tx: tx.clone(),
@@ -107,8 +133,7 @@ impl Bus for MemoryBus {
     async fn publish_work(&self, item: &WorkItem, trace: &TraceHeaders) -> Result<(), BusError> {
         if self.first_sighting(item.msg_id()) {
             let (tx, _) = self.queue(item.stage);
-            tx.send(Queued { item: item.clone(), trace: trace.clone(), attempt: 1 })
-                .map_err(|_| BusError::Unavailable("memory bus closed".into()))?;
+            tx.send(Queued { item: item.clone(), trace: trace.clone(), attempt: 1 })?;
         }
         Ok(())
     }
@@ -194,6 +219,13 @@ impl Bus for MemoryBus {
         .boxed())
     }
 
+    async fn backlog(&self, stage: Stage) -> Result<Backlog, BusError> {
+        let (tx, _) = self.queue(stage);
+        let delivered = tx.counts.delivered.load(Ordering::Relaxed);
+        let waiting = tx.counts.sent.load(Ordering::Relaxed).saturating_sub(delivered);
+        Ok(Backlog { waiting, delivered })
+    }
+
     fn max_deliver(&self) -> u32 {
         self.max_deliver
     }
@@ -214,6 +246,9 @@ pub struct MemoryQueue {
 impl WorkQueue for MemoryQueue {
     async fn next(&self) -> Result<Option<Box<dyn Delivery>>, BusError> {
         let queued = self.rx.lock().await.recv().await;
+        if queued.is_some() {
+            self.tx.counts.delivered.fetch_add(1, Ordering::Relaxed);
+        }
         Ok(queued.map(|queued| {
             Box::new(MemoryDelivery {
                 queued: Some(queued),
@@ -291,7 +326,7 @@ impl Delivery for MemoryDelivery {
 }
 
 /// Sends `message` on `tx` after `delay` (at once when there is no runtime to wait in).
-fn send_after<T: Send + 'static>(tx: mpsc::UnboundedSender<T>, message: T, delay: Duration) {
+fn send_after(tx: Sender, message: Queued, delay: Duration) {
     if delay.is_zero() {
         let _ = tx.send(message);
     } else if let Ok(handle) = tokio::runtime::Handle::try_current() {

@@ -22,6 +22,15 @@ pub enum BusError {
     Encode(String),
 }
 
+/// How much work waits for a stage, from the bus's own counts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Backlog {
+    /// Messages no worker has taken yet.
+    pub waiting: u64,
+    /// Deliveries to the stage's workers so far (redeliveries included): its rate is how fast work is taken.
+    pub delivered: u64,
+}
+
 /// A work message that could not be processed `max_deliver` times, or could not be decoded at all.
 #[derive(Debug, Clone, PartialEq)]
 pub struct DeadLetter {
@@ -95,6 +104,8 @@ pub trait Bus: Send + Sync + 'static {
     async fn publish_cancel(&self, request_id: Uuid) -> Result<(), BusError>;
     /// Every cancellation, in every process.
     async fn cancels(&self) -> Result<BoxStream<'static, Uuid>, BusError>;
+    /// How much work waits for `stage` across the deployment.
+    async fn backlog(&self, stage: Stage) -> Result<Backlog, BusError>;
     /// Deliveries after which a message is dead-lettered.
     fn max_deliver(&self) -> u32;
     /// How long a delivery may go without an ack or progress signal before it is redelivered.

@@ -20,7 +20,7 @@ use sleuth_messages::{AskReply, Encoding, Envelope, Event, ReplyTo, Stage, WorkI
 use tokio::sync::{Mutex, mpsc};
 use uuid::Uuid;
 
-use super::{Bus, BusError, DeadLetter, DeadlineDelivery, DeadlineQueue, Delivery, WorkQueue};
+use super::{Backlog, Bus, BusError, DeadLetter, DeadlineDelivery, DeadlineQueue, Delivery, WorkQueue};
 use crate::{config::Config, telemetry::TraceHeaders};
 
 fn unavailable(e: impl std::fmt::Display) -> BusError {
@@ -347,6 +347,12 @@ impl Bus for NatsBus {
 
     fn max_deliver(&self) -> u32 {
         self.config.nats.max_deliver.max(1) as u32
+    }
+
+    async fn backlog(&self, stage: Stage) -> Result<Backlog, BusError> {
+        let name = self.subjects.consumer(stage);
+        let info = self.work.consumer_info(&name).await.map_err(|e| unavailable(format!("consumer {name}: {e}")))?;
+        Ok(Backlog { waiting: info.num_pending, delivered: info.delivered.consumer_sequence })
     }
 
     fn ack_wait(&self) -> Duration {

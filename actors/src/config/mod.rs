@@ -87,6 +87,9 @@ pub struct IntakeConfig {
     /// Retrieval cache entries per retrieve-stage process; 0 turns the cache off.
     pub cache_entries: usize,
     pub cache_ttl_s: u64,
+    /// Intake refuses a request with `overloaded` when at least this many work items wait for a planner and,
+    /// at the rate planners take work, the request could not start within its time budget. 0 admits everything.
+    pub admission_min_backlog: u64,
 }
 
 impl Default for IntakeConfig {
@@ -97,6 +100,7 @@ impl Default for IntakeConfig {
             force_route: None,
             cache_entries: 50,
             cache_ttl_s: 300,
+            admission_min_backlog: 64,
         }
     }
 }

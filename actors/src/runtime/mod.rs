@@ -1,6 +1,7 @@
 //! The runtime that runs stages: the delivery handler (load → work → CAS → publish → ack), supervised worker
 //! actors, the dead-letter watcher, cancellation, the deadline watchdog, and the [`NodeContext`] they share.
 
+pub mod admission;
 pub mod cancel;
 pub mod dead_letters;
 pub mod finish;
@@ -53,6 +54,8 @@ pub struct NodeContext {
     /// The entity graph's types as this process knows them: declared in config, plus the graph's own when this
     /// process opens it.
     pub entity_types: KnownTypes,
+    /// Intake's view of the planner queue, to refuse what could not start before its deadline.
+    pub admission: Arc<admission::Admission>,
 }
 
 /// Graceful shutdown: the signal to stop taking work, and how many deliveries are still being handled.
@@ -100,6 +103,7 @@ impl NodeContext {
             rewriter: None,
             drain: Drain::default(),
             entity_types: KnownTypes::new(EntityTypes::new(&config.graph.entity_types)),
+            admission: Arc::new(admission::Admission::new(config.intake.admission_min_backlog)),
             config,
         }
     }

@@ -266,6 +266,8 @@ async fn accept(
         // again would resolve a follow-up against itself and spend the rewriter's tokens twice.
         return publish_state(ctx, &existing, &root).await.map(|_| request_id);
     }
+    let timeout = request.timeout_ms.unwrap_or(ctx.config.loop_.timeout_ms).clamp(1, ctx.config.loop_.max_timeout_ms);
+    ctx.admission.admit(&*ctx.bus, std::time::Duration::from_millis(timeout)).await?;
     let conversation = request.conversation_id.clone();
     let previous = match &conversation {
         Some(id) => ctx.conversations.last_turn(id).await.unwrap_or_else(|e| {
@@ -303,7 +305,6 @@ async fn accept(
         analysis.route = route;
     }
     let now_ms = telemetry::now_ms();
-    let timeout = request.timeout_ms.unwrap_or(ctx.config.loop_.timeout_ms).clamp(1, ctx.config.loop_.max_timeout_ms);
     let caps = machine::caps_for(&ctx.config.loop_, analysis.route, request.max_turns);
     let mut state = machine::new_state(NewRequest {
         request_id,
