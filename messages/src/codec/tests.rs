@@ -292,6 +292,28 @@ fn counters_golden_bytes_do_not_drift() {
 const GOLDEN_COUNTERS: &str = "84b17a65726f5f726573756c745f737465707300b96e6f5f6e65775f696e666f726d6174696f6e5f726f756e647300ab746f6b656e735f7573656478b26475706c6963617465735f736b697070656400";
 const GOLDEN_COUNTERS_WITH_FALLBACKS: &str = "85b17a65726f5f726573756c745f737465707300b96e6f5f6e65775f696e666f726d6174696f6e5f726f756e647300ab746f6b656e735f7573656478b26475706c6963617465735f736b697070656400ad6c6c6d5f66616c6c6261636b7302";
 
+#[test]
+fn overloaded_and_compacted_golden_bytes_do_not_drift() {
+    // An additive error kind, and a card flag that is absent unless set: a card encodes as before it existed.
+    let error = ErrorResponse::new(ErrorKind::Overloaded, "m");
+    assert!(error.retryable, "overloaded is worth retrying");
+    let hex: String = encode(&error, Encoding::MsgPack).unwrap().iter().map(|b| format!("{b:02x}")).collect();
+    assert_eq!(hex, GOLDEN_OVERLOADED);
+    let mut card = Card::new(1, 1, hit("d1"));
+    let hex: String = encode(&card, Encoding::MsgPack).unwrap().iter().map(|b| format!("{b:02x}")).collect();
+    assert_eq!(hex, GOLDEN_CARD);
+    card.compacted = true;
+    let hex: String = encode(&card, Encoding::MsgPack).unwrap().iter().map(|b| format!("{b:02x}")).collect();
+    assert_eq!(hex, GOLDEN_CARD_COMPACTED);
+    assert_eq!(decode::<Card>(&encode(&card, Encoding::MsgPack).unwrap()).unwrap().0, card);
+}
+
+// Cross-checked with Python's msgpack: packb({"type": "overloaded", "message": "m", "retryable": True}), and the
+// card as packb({"n": 1, "turn": 1, "hit": {...}}, use_single_float=True), then with "compacted": True.
+const GOLDEN_OVERLOADED: &str = "83a474797065aa6f7665726c6f61646564a76d657373616765a16da9726574727961626c65c3";
+const GOLDEN_CARD: &str = "83a16e01a47475726e01a368697485a26964a26431a6646f635f6964a26431a57469746c65a85469746c65206431a474657874a474657874a573636f7265ca3fc00000";
+const GOLDEN_CARD_COMPACTED: &str = "84a16e01a47475726e01a368697485a26964a26431a6646f635f6964a26431a57469746c65a85469746c65206431a474657874a474657874a573636f7265ca3fc00000a9636f6d706163746564c3";
+
 const GOLDEN_SEARCH_REQUEST: &str = "83a474657874a36c7566ab656e746974795f74797065a9636861726163746572a56c696d697405";
 const GOLDEN_HYDRATE_REQUEST: &str = "81a36964739182ab656e746974795f74797065a8646f63756d656e74a26964a26431";
 
