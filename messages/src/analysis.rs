@@ -65,11 +65,17 @@ pub enum Route {
 /// Every factor of the complexity score, so a routing decision can be explained (seed 001 §1).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ComplexityScore {
+    #[serde(deserialize_with = "crate::finite::f32")]
     pub score: f32,
+    #[serde(deserialize_with = "crate::finite::f32")]
     pub query_type: f32,
+    #[serde(deserialize_with = "crate::finite::f32")]
     pub entity_count: f32,
+    #[serde(deserialize_with = "crate::finite::f32")]
     pub subquestion_count: f32,
+    #[serde(deserialize_with = "crate::finite::f32")]
     pub keyword_matches: f32,
+    #[serde(deserialize_with = "crate::finite::f32")]
     pub low_confidence: f32,
     pub reason: String,
     /// The overrides that raised the score or the route, e.g. `database_meta`, `ambiguous`, `multi_hop_relation`.
@@ -82,7 +88,9 @@ pub struct ComplexityScore {
 /// confidence hands [`RetrieverWeights::SHIFT`] of its weight to the other.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct RetrieverWeights {
+    #[serde(deserialize_with = "crate::finite::f32")]
     pub vector: f32,
+    #[serde(deserialize_with = "crate::finite::f32")]
     pub graph: f32,
 }
 
@@ -123,6 +131,7 @@ pub struct QueryAnalysis {
     /// The query the planner searches with.
     pub rewritten: String,
     pub query_type: QueryType,
+    #[serde(deserialize_with = "crate::finite::f32")]
     pub confidence: f32,
     /// Candidate entity names, in order of appearance.
     #[serde(default)]

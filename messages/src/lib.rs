@@ -12,6 +12,7 @@ pub mod degraded;
 pub mod envelope;
 pub mod error;
 pub mod event;
+mod finite;
 #[doc(hidden)]
 pub mod fuzzing;
 pub mod intent;

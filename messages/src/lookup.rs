@@ -36,6 +36,7 @@ pub struct EntityRecord {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub aliases: Vec<String>,
     #[serde(default)]
+    #[serde(deserialize_with = "crate::finite::f64")]
     pub popularity: f64,
     #[serde(default, skip_serializing_if = "JsonMap::is_empty")]
     pub attributes: JsonMap,

@@ -36,6 +36,7 @@ pub struct RetrievalMode {
     pub mode: RetrievalModeType,
     pub k: u32,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(deserialize_with = "crate::finite::option_f32")]
     pub alpha: Option<f32>,
 }
 
@@ -92,6 +93,7 @@ pub struct StopConditions {
     pub max_rounds: u32,
     pub max_total_docs: u32,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(deserialize_with = "crate::finite::option_f32")]
     pub confidence_threshold: Option<f32>,
     pub no_new_information_rounds: u32,
 }

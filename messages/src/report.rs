@@ -14,6 +14,7 @@ pub struct CheckOutcome {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct SufficiencyReport {
     pub sufficient: bool,
+    #[serde(deserialize_with = "crate::finite::f32")]
     pub confidence: f32,
     pub rationale: String,
     /// What is missing, in words: for logs and the UI.

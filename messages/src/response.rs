@@ -82,6 +82,7 @@ pub struct AgentResponse {
     pub evidence: JsonMap,
     #[serde(default)]
     pub citations: Vec<Citation>,
+    #[serde(deserialize_with = "crate::finite::f32")]
     pub confidence: f32,
     pub termination_reason: TerminationReason,
     #[serde(default)]

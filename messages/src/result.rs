@@ -11,6 +11,7 @@ pub struct Hit {
     pub doc_id: String,
     pub title: String,
     pub text: String,
+    #[serde(deserialize_with = "crate::finite::f32")]
     pub score: f32,
     #[serde(default, skip_serializing_if = "JsonMap::is_empty")]
     pub metadata: JsonMap,

@@ -474,6 +474,22 @@ fn a_version_given_by_field_index_or_position_is_checked() {
     assert_eq!(decode::<Vec<String>>(&types).unwrap().0, ["anime"]);
 }
 
+/// JSON has no infinity: `1e39` in an `f32` field would decode as infinity and encode back as `null`, which no
+/// reader accepts (found by fuzzing). Non-finite numbers are malformed in either encoding.
+#[test]
+fn numbers_past_a_float_s_range_are_malformed() {
+    let json = br#"{"id":"a","doc_id":"a","title":"t","text":"x","score":1e39}"#;
+    let response: ErrorResponse = decode::<Hit>(json).unwrap_err().into();
+    assert_eq!(response.kind, ErrorKind::Malformed);
+    assert!(response.message.contains("not a finite number"), "{}", response.message);
+    let mut nan = hit("d1");
+    nan.score = f32::NAN;
+    let bytes = encode(&nan, Encoding::MsgPack).unwrap();
+    assert_eq!(ErrorResponse::from(decode::<Hit>(&bytes).unwrap_err()).kind, ErrorKind::Malformed);
+    let json = br#"{"sufficient":true,"confidence":3.4e38,"rationale":"r"}"#;
+    assert!(decode::<SufficiencyReport>(json).is_ok(), "the largest f32 values still decode");
+}
+
 #[test]
 fn unknown_enum_value_is_malformed_not_a_panic() {
     let json = br#"{"envelope":{"schema_version":1,"request_id":"01890a5d-ac96-774b-bcce-b302099a8057","turn":1,"step":0,"deadline_ms":1,"attempt":1},"stage":"teleporter"}"#;
