@@ -63,14 +63,8 @@ pub fn encode<T: Serialize>(value: &T, encoding: Encoding) -> Result<Vec<u8>, Co
     }
 }
 
-fn parse<T: DeserializeOwned>(bytes: &[u8], encoding: Encoding) -> Result<T, CodecError> {
-    let result = match encoding {
-        Encoding::MsgPack => rmp_serde::from_slice(bytes).map_err(|e| e.to_string()),
-        Encoding::Json => serde_json::from_slice(bytes).map_err(|e| e.to_string()),
-    };
-    result.map_err(|message| CodecError::Malformed { encoding, message })
-}
-
+/// Parses `bytes` with `seed` (a type's own `Deserialize` is the seed `PhantomData<T>`). JSON must end where the
+/// value does, as `serde_json::from_slice` requires; MessagePack, as `rmp_serde::from_slice`, need not.
 fn parse_seeded<'de, S: DeserializeSeed<'de>>(
     bytes: &'de [u8],
     encoding: Encoding,
@@ -80,7 +74,10 @@ fn parse_seeded<'de, S: DeserializeSeed<'de>>(
         Encoding::MsgPack => {
             seed.deserialize(&mut rmp_serde::Deserializer::from_read_ref(bytes)).map_err(|e| e.to_string())
         }
-        Encoding::Json => seed.deserialize(&mut serde_json::Deserializer::from_slice(bytes)).map_err(|e| e.to_string()),
+        Encoding::Json => {
+            let mut json = serde_json::Deserializer::from_slice(bytes);
+            seed.deserialize(&mut json).and_then(|value| json.end().map(|()| value)).map_err(|e| e.to_string())
+        }
     };
     result.map_err(|message| CodecError::Malformed { encoding, message })
 }
@@ -96,7 +93,7 @@ pub fn decode<T: DeserializeOwned>(bytes: &[u8]) -> Result<(T, Encoding), CodecE
     {
         return Err(CodecError::UnsupportedVersion { found });
     }
-    Ok((parse(bytes, encoding)?, encoding))
+    Ok((parse_seeded(bytes, encoding, std::marker::PhantomData::<T>)?, encoding))
 }
 
 mod probe;

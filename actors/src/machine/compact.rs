@@ -35,15 +35,13 @@ pub fn outcomes_to_handles(outcomes: &mut [ActionOutcome]) {
 }
 
 /// Compacts the cards when their text is over [`CARD_TEXT_BUDGET`]: from the bottom of the ranking up, and never
-/// within its first [`KEPT_WHOLE`], a card keeps only its first sentence and is marked `compacted`. Returns how
-/// many cards it compacted.
-pub fn compact_cards(state: &mut LoopState) -> usize {
+/// within its first [`KEPT_WHOLE`], a card keeps only its first sentence and is marked `compacted`.
+pub fn compact_cards(state: &mut LoopState) {
     let mut total: usize = state.cards.iter().map(|c| c.hit.text.len()).sum();
     if total <= CARD_TEXT_BUDGET {
-        return 0;
+        return;
     }
     let bottom_up: Vec<u32> = ranking::ranking(state).iter().skip(KEPT_WHOLE).rev().map(|c| c.n).collect();
-    let mut compacted = 0;
     for n in bottom_up {
         if total <= CARD_TEXT_BUDGET {
             break;
@@ -53,9 +51,7 @@ pub fn compact_cards(state: &mut LoopState) -> usize {
         total -= card.hit.text.len() - handle.len();
         card.hit.text = handle;
         card.compacted = true;
-        compacted += 1;
     }
-    compacted
 }
 
 /// A passage's first sentence, cut at a character boundary to at most [`HANDLE_CHARS`]: a prefix of the text,

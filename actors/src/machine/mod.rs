@@ -7,7 +7,7 @@
 //! which the bus de-duplicates by id.
 
 mod caps;
-pub mod compact;
+mod compact;
 mod outbound;
 #[cfg(test)]
 mod tests;

@@ -38,7 +38,7 @@ pub struct Admission {
 
 /// What the readings say about a new request.
 #[derive(Debug, Clone, PartialEq)]
-pub enum Verdict {
+enum Verdict {
     Admit,
     /// Refused: `waiting` items ahead, taken at `per_second` (0 when nothing was taken lately).
     Overloaded {
