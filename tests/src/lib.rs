@@ -9,6 +9,7 @@ pub mod llm;
 pub mod nats;
 pub mod otlp;
 pub mod own_postgres;
+pub mod own_qdrant;
 pub mod postgres;
 pub mod process;
 pub mod seeded;

@@ -1,6 +1,7 @@
 //! The Qdrant server backend against a real server. These tests need one, so they are `#[ignore]`d by default
 //! and say so in the test summary; run them with
-//! `SLEUTH_TEST_QDRANT_URL=http://localhost:6334 cargo test -p sleuth-tests --test qdrant_server -- --ignored`.
+//! `SLEUTH_TEST_QDRANT_URL=http://localhost:6334 cargo test -p sleuth-tests --test qdrant_server -- --ignored`,
+//! or without the URL to start a server of their own from a `qdrant` binary (`SLEUTH_TEST_QDRANT_BIN` or PATH).
 //! The translation of every plan and filter into the gRPC query model is tested without a server in
 //! `actors/src/index/server.rs`.
 
@@ -11,11 +12,17 @@ use sleuth_actors::{
     retrieval::Retriever,
 };
 use sleuth_messages::JsonMap;
+use sleuth_tests::own_qdrant::OwnQdrant;
 
-fn qdrant_url() -> String {
-    std::env::var("SLEUTH_TEST_QDRANT_URL").unwrap_or_else(|_| {
-        panic!("set SLEUTH_TEST_QDRANT_URL to a Qdrant server's gRPC URL, e.g. http://localhost:6334")
-    })
+/// The server in `SLEUTH_TEST_QDRANT_URL`, else one of the test's own (kept running while the guard lives).
+fn qdrant_url() -> (String, Option<OwnQdrant>) {
+    match std::env::var("SLEUTH_TEST_QDRANT_URL") {
+        Ok(url) => (url, None),
+        Err(_) => {
+            let own = OwnQdrant::start();
+            (own.url.clone(), Some(own))
+        }
+    }
 }
 
 fn doc(id: &str, text: &str, year: i64) -> Document {
@@ -25,11 +32,12 @@ fn doc(id: &str, text: &str, year: i64) -> Document {
 }
 
 #[tokio::test]
-#[ignore = "needs a Qdrant server: set SLEUTH_TEST_QDRANT_URL and pass --ignored"]
+#[ignore = "needs a Qdrant server: set SLEUTH_TEST_QDRANT_URL or SLEUTH_TEST_QDRANT_BIN and pass --ignored"]
 async fn server_backend_ingests_idempotently_and_searches_hybrid_with_filters() {
     let mut config = Config::default();
     config.retrieval.backend = IndexBackend::Qdrant;
-    config.retrieval.qdrant_url = Some(qdrant_url());
+    let (url, _server) = qdrant_url();
+    config.retrieval.qdrant_url = Some(url);
     config.retrieval.collection = format!("sleuth_test_{}", uuid::Uuid::new_v4().simple());
     config.retrieval.filter_fields.insert("year".into(), FieldType::Integer);
     config.embedder.kind = EmbedderKind::Local;
