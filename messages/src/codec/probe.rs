@@ -49,9 +49,9 @@ impl Probe {
     /// What the value at `key` is to this probe.
     fn role(&self, key: &Key) -> Role {
         let index = match key {
-            Key::Name(name) if name == "schema_version" => return self.version_role(),
-            Key::Name(name) if name == "envelope" => return self.envelope_role(),
-            Key::Name(_) | Key::Other => return Role::Skip,
+            Key::Version => return self.version_role(),
+            Key::Envelope => return self.envelope_role(),
+            Key::Other => return Role::Skip,
             Key::Index(index) => Some(*index),
         };
         if index == self.version_at {
@@ -124,11 +124,23 @@ impl<'de> Visitor<'de> for Probe {
     }
 }
 
-/// A map key as serde's derived field visitors accept it: a name, or a field index.
+/// A map key as serde's derived field visitors accept it, as far as the probe cares: one of the two names it
+/// looks for, a field index, or anything else (read without allocating).
 enum Key {
-    Name(String),
+    Version,
+    Envelope,
     Index(usize),
     Other,
+}
+
+impl Key {
+    fn named(name: &str) -> Key {
+        match name {
+            "schema_version" => Key::Version,
+            "envelope" => Key::Envelope,
+            _ => Key::Other,
+        }
+    }
 }
 
 impl<'de> Deserialize<'de> for Key {
@@ -155,11 +167,11 @@ impl<'de> Visitor<'de> for KeyVisitor {
     }
 
     fn visit_str<E: de::Error>(self, v: &str) -> Result<Key, E> {
-        Ok(Key::Name(v.to_owned()))
+        Ok(Key::named(v))
     }
 
     fn visit_bytes<E: de::Error>(self, v: &[u8]) -> Result<Key, E> {
-        Ok(std::str::from_utf8(v).map_or(Key::Other, |name| Key::Name(name.to_owned())))
+        Ok(std::str::from_utf8(v).map_or(Key::Other, Key::named))
     }
 
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Key, A::Error> {
