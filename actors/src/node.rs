@@ -429,6 +429,12 @@ impl Node {
         for task in self.tasks {
             task.abort();
         }
+        // The workers' last acks were sent without waiting; make sure they leave the process.
+        match tokio::time::timeout(std::time::Duration::from_secs(2), self.ctx.bus.flush()).await {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => tracing::warn!(error = %e, "cannot flush the bus before stopping"),
+            Err(_) => tracing::warn!("the bus did not flush within 2 s of stopping"),
+        }
         for service in self._services {
             let _ = service.stop().await;
         }

@@ -110,4 +110,9 @@ pub trait Bus: Send + Sync + 'static {
     fn max_deliver(&self) -> u32;
     /// How long a delivery may go without an ack or progress signal before it is redelivered.
     fn ack_wait(&self) -> Duration;
+    /// Sends what this process has buffered: acks go out without waiting for the server, so a process that
+    /// stops flushes them first (one that dies without it has its deliveries redelivered, handled as duplicates).
+    async fn flush(&self) -> Result<(), BusError> {
+        Ok(())
+    }
 }

@@ -249,6 +249,10 @@ impl Bus for NatsBus {
         self.publish(self.subjects.events(event.request_id), event.msg_id(), payload, trace).await
     }
 
+    async fn flush(&self) -> Result<(), BusError> {
+        self.client.flush().await.map_err(unavailable)
+    }
+
     async fn reply(&self, to: &ReplyTo, reply: &AskReply, trace: &TraceHeaders) -> Result<(), BusError> {
         let payload = codec::encode(reply, to.encoding).map_err(|e| BusError::Encode(e.to_string()))?;
         let mut headers = HeaderMap::new();
@@ -488,10 +492,11 @@ impl Delivery for NatsDelivery {
     }
 }
 
-/// Acks (and waits for the server to confirm) a message not yet answered.
+/// Acks a message not yet answered, without waiting for the server to confirm: everything the delivery led to
+/// is already published and acknowledged, so a lost ack costs a redelivery, which the handler skips as a duplicate.
 async fn ack(message: Option<jetstream::Message>) -> Result<(), BusError> {
     match message {
-        Some(m) => m.double_ack().await.map_err(unavailable),
+        Some(m) => m.ack().await.map_err(unavailable),
         None => Ok(()),
     }
 }

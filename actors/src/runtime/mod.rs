@@ -119,6 +119,10 @@ impl NodeContext {
 /// spans are not exported, `inherited` (the context this hop started from) passes through unchanged. The reply
 /// to the requester's inbox is only sent when `replies` is set (by whoever committed the end, or its
 /// redelivery): unlike work and events, a core NATS reply is not de-duplicated.
+///
+/// The publishes are sent in order and their acknowledgements awaited together, so a hop that publishes work
+/// and two events waits for one round trip, not three. It returns once every one is acknowledged (the caller
+/// acks its delivery only then), and fails if any failed: a redelivery publishes them again, de-duplicated.
 pub async fn publish_all(
     ctx: &NodeContext,
     state: &LoopState,
@@ -126,21 +130,23 @@ pub async fn publish_all(
     replies: bool,
 ) -> Result<(), BusError> {
     let trace = context::of_span(&tracing::Span::current(), inherited);
-    for out in machine::next_messages(state) {
+    let trace = &trace;
+    let publishes = machine::next_messages(state).into_iter().map(|out| async move {
         match out {
-            Outbound::Work(item) => ctx.bus.publish_work(&item, &trace).await?,
-            Outbound::Event(event) => ctx.bus.publish_event(&event, &trace).await?,
-            Outbound::Deadline(envelope) => ctx.bus.publish_deadline(&envelope, &trace).await?,
+            Outbound::Work(item) => ctx.bus.publish_work(&item, trace).await,
+            Outbound::Event(event) => ctx.bus.publish_event(&event, trace).await,
+            Outbound::Deadline(envelope) => ctx.bus.publish_deadline(&envelope, trace).await,
             Outbound::Reply(to, reply) if replies => {
                 // A lost reply is not fatal: the final event holds the same answer.
-                if let Err(e) = ctx.bus.reply(&to, &reply, &trace).await {
+                if let Err(e) = ctx.bus.reply(&to, &reply, trace).await {
                     tracing::warn!(request_id = %state.request_id, error = %e, "cannot send reply");
                 }
+                Ok(())
             }
-            Outbound::Reply(..) => {}
+            Outbound::Reply(..) => Ok(()),
         }
-    }
-    Ok(())
+    });
+    futures::future::try_join_all(publishes).await.map(drop)
 }
 
 /// What happens once a request's end is committed, exactly once, by the process that committed it.
