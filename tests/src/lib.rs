@@ -14,6 +14,11 @@ pub mod postgres;
 pub mod process;
 pub mod seeded;
 
+/// A port nothing listens on right now, for a server the test starts.
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).map(|a| a.port()).expect("no free port")
+}
+
 /// A unique, subject-safe name for one test's prefix, suffix and directories.
 pub fn unique(name: &str) -> String {
     format!("{name}_{}", uuid::Uuid::new_v4().simple().to_string().get(..8).unwrap_or("x"))

@@ -1,10 +1,11 @@
 //! A NATS server with JetStream for one test: the one in `SLEUTH_TEST_NATS_URL`, or a fresh `nats-server -js`.
 
 use std::{
-    net::TcpListener,
     process::{Child, Command, Stdio},
     time::{Duration, Instant},
 };
+
+use crate::free_port;
 
 pub struct NatsServer {
     pub url: String,
@@ -72,10 +73,6 @@ pub fn own_nats_server() -> NatsServer {
         }
     }
     panic!("nats-server exited right after starting on five different ports; run `nats-server -js` by hand to see why");
-}
-
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).map(|a| a.port()).expect("no free port")
 }
 
 /// Starts (or finds) a JetStream-enabled NATS server. Panics with an install hint when there is none.

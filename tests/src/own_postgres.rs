@@ -3,10 +3,11 @@
 //! Run as root, the cluster belongs to the `postgres` user (PostgreSQL refuses to run as root).
 
 use std::{
-    net::TcpListener,
     path::{Path, PathBuf},
     process::Command,
 };
+
+use crate::free_port;
 
 pub struct OwnPostgres {
     /// The server's `postgres` database.
@@ -45,10 +46,6 @@ fn bin_dir() -> PathBuf {
              (Debian: apt-get install postgresql) or set SLEUTH_TEST_PG_BIN to the directory that holds them"
         )
     })
-}
-
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).map(|a| a.port()).expect("no free port")
 }
 
 fn is_root() -> bool {

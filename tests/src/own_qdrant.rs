@@ -4,11 +4,12 @@
 //! test that needs one is `#[ignore]`d and `.ci/run` runs it when a binary is there.
 
 use std::{
-    net::TcpListener,
     path::PathBuf,
     process::{Child, Command, Stdio},
     time::{Duration, Instant},
 };
+
+use crate::free_port;
 
 pub struct OwnQdrant {
     /// The gRPC URL, e.g. `http://127.0.0.1:40123`.
@@ -27,10 +28,6 @@ pub fn qdrant_bin() -> Option<PathBuf> {
     }
     let path = std::env::var_os("PATH")?;
     std::env::split_paths(&path).map(|d| d.join("qdrant")).find(|p| p.is_file())
-}
-
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).map(|a| a.port()).expect("no free port")
 }
 
 impl OwnQdrant {
