@@ -275,6 +275,12 @@ pub fn render(reply: &AskReply) -> String {
             if let (Some(route), Some(c)) = (reply.route, &reply.complexity) {
                 out.push_str(&format!("\nroute: {} · {}", format!("{route:?}").to_lowercase(), c.reason));
             }
+            if let Some(llm) = &reply.llm {
+                out.push_str(&format!(
+                    "\nllm: {} calls · {} tokens in, {} out · {} repaired · {} fell back",
+                    llm.calls, llm.input_tokens, llm.output_tokens, llm.repairs, llm.fallbacks
+                ));
+            }
             out.push_str(&format!(
                 "\nstopped: {} · confidence {:.2} · {} ms",
                 answer.termination_reason.as_str(),

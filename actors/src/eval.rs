@@ -11,7 +11,7 @@ use std::{
 
 use anyhow::Context;
 use serde_json::json;
-use sleuth_messages::{AskRequest, LoopState, Outcome, Route};
+use sleuth_messages::{AskRequest, LlmSpend, LoopState, Outcome, Route};
 
 use crate::{
     config::Config,
@@ -49,6 +49,8 @@ pub struct Scored {
     pub latency: Duration,
     /// The route intake chose (none in single-pass mode).
     pub route: Option<Route>,
+    /// What the LLM cost the request (none without a model, or in single-pass mode).
+    pub llm: Option<LlmSpend>,
 }
 
 impl Scored {
@@ -174,12 +176,18 @@ pub async fn run(
     }
     let mode = match single_pass {
         true => format!("single pass; {}", retriever.describe()),
-        false => format!("loop (deterministic agents), {routing}; {}", retriever.describe()),
+        false => {
+            let agents = match &config.llm.base_url {
+                Some(url) => format!("LLM agents: {} at {url}", config.llm.model),
+                None => "deterministic agents".to_string(),
+            };
+            format!("loop ({agents}), {routing}; {}", retriever.describe())
+        }
     };
     let mut scored = Vec::with_capacity(questions.len());
     for question in questions {
         let started = Instant::now();
-        let (mut route, mut answer, mut abstained) = (None, None, false);
+        let (mut route, mut answer, mut abstained, mut llm) = (None, None, false, None);
         let (ranked, retrieved) = if single_pass {
             let hits = retriever.search(&question.question, &PayloadFilter::default(), JUDGED).await?;
             let titles = distinct(hits.iter().map(|h| &h.title));
@@ -190,13 +198,14 @@ pub async fn run(
             node.ask(request, None).await.map_err(|e| anyhow::anyhow!("{}: {e}", question.id))?;
             let (state, _) = node.ctx.store.load(request_id).await?.context("finished request has no state")?;
             route = Some(state.analysis.route);
+            llm = LlmSpend::of(&state.counters);
             if let Some(Outcome::Answer(a)) = &state.outcome {
                 abstained = a.warnings.iter().any(|w| w == NO_EVIDENCE);
                 answer = Some(a.answer.clone());
             }
             (ranked_titles(&state), retrieved_titles(&state))
         };
-        scored.push(Scored { question, ranked, retrieved, answer, abstained, latency: started.elapsed(), route });
+        scored.push(Scored { question, ranked, retrieved, answer, abstained, latency: started.elapsed(), route, llm });
     }
     let mode = match node.cache.as_ref().map(|c| c.stats()) {
         Some(c) => format!("{mode}; retrieval cache {} hits, {} misses", c.hits, c.misses),
@@ -240,6 +249,53 @@ fn row(name: &str, items: &[&Scored]) -> Row {
         p50: pct(0.5),
         p95: pct(0.95),
     }
+}
+
+/// The LLM's spend on one set of requests: means per request, and the repair and fallback rates.
+struct SpendRow {
+    name: String,
+    n: usize,
+    calls: f64,
+    input: f64,
+    output: f64,
+    repairs: u32,
+    /// Repaired replies over completions.
+    repair_rate: f64,
+    fallbacks: u32,
+    /// Share of requests where some agent step fell back to its deterministic twin.
+    fell_back: f64,
+}
+
+/// One row per route, then `all`; empty when no request asked a model.
+fn llm_rows(scored: &[Scored]) -> Vec<SpendRow> {
+    if scored.iter().all(|s| s.llm.is_none()) {
+        return Vec::new();
+    }
+    let spend_row = |name: &str, items: &[&Scored]| {
+        let n = items.len().max(1) as f64;
+        let sum = |f: &dyn Fn(&LlmSpend) -> u32| items.iter().filter_map(|s| s.llm.as_ref()).map(f).sum::<u32>();
+        let calls = sum(&|l| l.calls);
+        SpendRow {
+            name: name.to_string(),
+            n: items.len(),
+            calls: f64::from(calls) / n,
+            input: f64::from(sum(&|l| l.input_tokens)) / n,
+            output: f64::from(sum(&|l| l.output_tokens)) / n,
+            repairs: sum(&|l| l.repairs),
+            repair_rate: if calls == 0 { 0.0 } else { f64::from(sum(&|l| l.repairs)) / f64::from(calls) },
+            fallbacks: sum(&|l| l.fallbacks),
+            fell_back: items.iter().filter(|s| s.llm.as_ref().is_some_and(|l| l.fallbacks > 0)).count() as f64 / n,
+        }
+    };
+    let mut out: Vec<SpendRow> = [Route::Fast, Route::Enhanced, Route::Agent, Route::Clarify]
+        .into_iter()
+        .filter_map(|route| {
+            let items: Vec<&Scored> = scored.iter().filter(|s| s.route == Some(route)).collect();
+            (!items.is_empty()).then(|| spend_row(&format!("{route:?}").to_lowercase(), &items))
+        })
+        .collect();
+    out.push(spend_row("all", &scored.iter().collect::<Vec<_>>()));
+    out
 }
 
 fn rows(scored: &[Scored]) -> Vec<Row> {
@@ -289,6 +345,27 @@ pub fn render(scored: &[Scored], mode: &str) -> String {
             ));
         }
     }
+    let spend = llm_rows(scored);
+    if !spend.is_empty() {
+        out.push_str(&format!(
+            "\n{:<11} {:>4} {:>10} {:>10} {:>10} {:>9} {:>9} {:>10} {:>11}\n",
+            "llm", "n", "calls/req", "in tok/req", "out tok/req", "repairs", "repair %", "fallbacks", "fell back %"
+        ));
+        for r in spend {
+            out.push_str(&format!(
+                "{:<11} {:>4} {:>10.2} {:>10.0} {:>10.0} {:>9} {:>9.1} {:>10} {:>11.1}\n",
+                r.name,
+                r.n,
+                r.calls,
+                r.input,
+                r.output,
+                r.repairs,
+                r.repair_rate * 100.0,
+                r.fallbacks,
+                r.fell_back * 100.0
+            ));
+        }
+    }
     let failed: Vec<&Scored> = scored.iter().filter(|s| !s.perfect()).collect();
     out.push_str(&format!("\nfailed ({}):\n", failed.len()));
     for s in failed {
@@ -307,14 +384,18 @@ pub fn to_json(scored: &[Scored], mode: &str) -> serde_json::Value {
         .into_iter()
         .map(|r| json!({"route": r.name, "n": r.n, "perfect_retrieval_at_8": r.perfect, "latency_p50_ms": r.p50, "latency_p95_ms": r.p95}))
         .collect();
+    let llm: Vec<_> = llm_rows(scored)
+        .into_iter()
+        .map(|r| json!({"route": r.name, "n": r.n, "llm_calls_per_request": r.calls, "input_tokens_per_request": r.input, "output_tokens_per_request": r.output, "repairs": r.repairs, "repair_rate": r.repair_rate, "fallbacks": r.fallbacks, "requests_with_fallback": r.fell_back}))
+        .collect();
     let questions: Vec<_> = scored
         .iter()
         .map(|s| {
             let route = s.route.map(|r| format!("{r:?}").to_lowercase());
-            json!({"id": s.question.id, "route": route, "perfect": s.perfect(), "perfect_retrieval_order": s.perfect_retrieved(), "missing": s.missing(), "ranked": s.judged(), "answer": s.answer, "contains_gold": s.contains_gold(), "abstained": s.abstained, "latency_ms": s.latency.as_secs_f64() * 1000.0})
+            json!({"id": s.question.id, "route": route, "perfect": s.perfect(), "perfect_retrieval_order": s.perfect_retrieved(), "missing": s.missing(), "ranked": s.judged(), "answer": s.answer, "contains_gold": s.contains_gold(), "abstained": s.abstained, "latency_ms": s.latency.as_secs_f64() * 1000.0, "llm": s.llm.as_ref().map(|l| json!({"calls": l.calls, "input_tokens": l.input_tokens, "output_tokens": l.output_tokens, "repairs": l.repairs, "fallbacks": l.fallbacks}))})
         })
         .collect();
-    json!({"mode": mode, "subsets": subsets, "routes": routes, "questions": questions})
+    json!({"mode": mode, "subsets": subsets, "routes": routes, "llm": llm, "questions": questions})
 }
 
 #[cfg(test)]
@@ -336,7 +417,30 @@ mod tests {
             abstained: false,
             latency: Duration::ZERO,
             route: Some(Route::Enhanced),
+            llm: None,
         }
+    }
+
+    #[test]
+    fn the_llm_table_reports_spend_per_request_by_route_and_in_all() {
+        let plain = scored(&["A"], &["A"]);
+        assert!(llm_rows(std::slice::from_ref(&plain)).is_empty(), "no model asked: no table");
+        let spend = |calls, repairs, fallbacks| LlmSpend {
+            calls,
+            input_tokens: 100 * calls,
+            output_tokens: 10 * calls,
+            repairs,
+            fallbacks,
+        };
+        let agent = Scored { route: Some(Route::Agent), llm: Some(spend(4, 1, 1)), ..plain.clone() };
+        let enhanced = Scored { llm: Some(spend(1, 0, 0)), ..plain };
+        let rows = llm_rows(&[agent, enhanced]);
+        let names: Vec<&str> = rows.iter().map(|r| r.name.as_str()).collect();
+        assert_eq!(names, ["enhanced", "agent", "all"]);
+        let all = &rows[2];
+        assert_eq!((all.calls, all.input, all.output), (2.5, 250.0, 25.0));
+        assert_eq!((all.repairs, all.fallbacks), (1, 1));
+        assert_eq!((all.repair_rate, all.fell_back), (0.2, 0.5));
     }
 
     #[test]

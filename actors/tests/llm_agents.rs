@@ -90,6 +90,8 @@ async fn the_llm_plans_a_parallel_step_follows_the_grader_and_its_made_up_citati
     assert_eq!(script.requests().len(), 6);
     assert_eq!(state.counters.tokens_used, 6 * 120);
     assert_eq!(state.counters.llm_fallbacks, 0);
+    let spend = sleuth_messages::LlmSpend::of(&state.counters).expect("the reply reports the spend");
+    assert_eq!((spend.calls, spend.input_tokens, spend.output_tokens, spend.repairs), (6, 600, 120, 0));
     assert!(!answer.answer.contains(DEGRADED_NOTE));
 }
 
@@ -223,6 +225,7 @@ async fn a_follow_up_is_rewritten_by_the_llm_and_by_the_deterministic_rewriter_w
     assert_eq!(state.analysis.rewritten, "Which crew is Monkey D. Luffy the captain of");
     assert_eq!(state.analysis.resolved, vec!["llm → Which crew is Monkey D. Luffy the captain of?".to_string()]);
     assert_eq!(state.counters.tokens_used % 120, 0, "the rewriter's tokens are charged: {:?}", state.counters);
+    assert_eq!(state.counters.llm_repairs, 1, "the malformed rewrite was sent back once: {:?}", state.counters);
     assert!(state.counters.tokens_used >= 240, "{:?}", state.counters);
     let sent = script.requests_for("query_rewrite");
     assert_eq!(sent.len(), 2);

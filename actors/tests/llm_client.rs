@@ -1,12 +1,16 @@
 //! The LLM client and structured replies against a scripted OpenAI-compatible server on loopback: repairs of
 //! malformed and schema-breaking replies, retries on 429 and timeouts, the circuit breaker, the fallback
-//! provider and both structured-output modes.
+//! provider, and the structured-output modes with `auto`'s probe.
 
 mod common;
 
-use std::time::Duration;
+use std::{
+    sync::{Arc, Mutex},
+    time::Duration,
+};
 
 use common::{Reply, Script, content, serve};
+use serde_json::{Value, json};
 use sleuth_actors::{
     config::{LlmConfig, StructuredOutput},
     llm::{Agent, ChatMessage, LlmClient, LlmError, structured},
@@ -153,6 +157,130 @@ async fn the_schema_goes_out_as_json_schema_or_alongside_json_object() {
     assert_eq!(request["response_format"]["type"], "json_object");
     assert!(request["response_format"]["schema"]["properties"]["rationale"].is_object());
     assert_eq!((request["model"].as_str(), request["stream"].as_bool()), (Some("scripted-model"), Some(false)));
+}
+
+/// A server like llama-cpp-python's: `json_schema` refused with `status` (that server says 500, with a validation
+/// error), `json_object` followed; every request kept.
+async fn json_object_only_server(seen: Arc<Mutex<Vec<Value>>>, status: u16) -> String {
+    common::serve_fn(move |body: Value| {
+        let seen = seen.clone();
+        async move {
+            seen.lock().unwrap().push(body.clone());
+            if body["response_format"]["type"] == "json_schema" {
+                let error = r#"{"error": {"message": "1 validation error: Input should be 'text' or 'json_object'", "type": "internal_server_error", "param": null, "code": null}}"#;
+                return (status, error.to_string());
+            }
+            let probe = body["response_format"]["schema"]["required"][0] == "ok";
+            (200, common::completion(if probe { r#"{"ok": true}"# } else { SEARCH }))
+        }
+    })
+    .await
+}
+
+#[tokio::test]
+async fn auto_probes_an_endpoint_once_and_keeps_the_mode_it_follows() {
+    for status in [500, 400] {
+        auto_probes_once(status).await;
+    }
+}
+
+async fn auto_probes_once(status: u16) {
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let url = json_object_only_server(seen.clone(), status).await;
+    let client = LlmClient::from_config(&config(&url)).unwrap().unwrap();
+    for _ in 0..3 {
+        let out = ask(&client, 0).await;
+        assert!(out.result.is_ok(), "{:?}", out.result);
+        assert_eq!(out.usage.calls, 1, "the probe is not billed to the ask");
+    }
+    let seen = seen.lock().unwrap();
+    let formats: Vec<String> = seen
+        .iter()
+        .map(|r| {
+            format!(
+                "{} {}",
+                r["response_format"]["type"].as_str().unwrap_or("-"),
+                r["messages"].as_array().unwrap().len()
+            )
+        })
+        .collect();
+    // Probed once (json_schema refused, json_object followed), then three asks in json_object.
+    assert_eq!(formats, ["json_schema 2", "json_object 2", "json_object 2", "json_object 2", "json_object 2"]);
+    assert_eq!(seen[1]["max_tokens"], 32, "the probe is small");
+    assert!(seen[4]["response_format"]["schema"]["properties"]["actions"].is_object());
+    assert_eq!(client.structured_output(), Some(StructuredOutput::JsonObject), "after a {status}");
+}
+
+#[tokio::test]
+async fn tools_mode_forces_one_function_and_reads_its_arguments() {
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let log = seen.clone();
+    let url = common::serve_fn(move |body: Value| {
+        log.lock().unwrap().push(body);
+        async move {
+            let reply = json!({
+                "id": "c1", "object": "chat.completion", "created": 0, "model": "scripted-model",
+                "choices": [{"index": 0, "finish_reason": "tool_calls", "message": {"role": "assistant", "content": null,
+                    "tool_calls": [{"id": "t1", "type": "function", "function": {"name": "next_step", "arguments": SEARCH}}]}}],
+                "usage": {"prompt_tokens": 100, "completion_tokens": 20, "total_tokens": 120}
+            });
+            (200, reply.to_string())
+        }
+    })
+    .await;
+    let mut config = config(&url);
+    config.structured_output = StructuredOutput::Tools;
+    let client = LlmClient::from_config(&config).unwrap().unwrap();
+    let step = ask(&client, 0).await.result.expect("the call's arguments are the reply");
+    assert_eq!(step.actions[0].kind(), ActionKind::QdrantSearch);
+    let request = seen.lock().unwrap()[0].clone();
+    assert_eq!(request["tool_choice"]["function"]["name"], "next_step");
+    assert!(request["tools"][0]["function"]["parameters"]["properties"]["actions"].is_object());
+    assert!(request.get("response_format").is_none());
+}
+
+#[tokio::test]
+async fn prompt_mode_puts_the_schema_in_the_system_message_only() {
+    let (client, script) = client_for(&[content(&format!("Here you go:\n```json\n{SEARCH}\n```"))], |c| {
+        c.structured_output = StructuredOutput::Prompt
+    })
+    .await;
+    assert!(ask(&client, 0).await.result.is_ok(), "the JSON is found inside the prose");
+    let request = &script.requests()[0];
+    assert!(request.get("response_format").is_none() && request.get("tools").is_none());
+    let system = request["messages"][0]["content"].as_str().unwrap();
+    assert!(system.starts_with("You plan retrieval steps.") && system.contains("\"qdrant_search\""), "{system}");
+}
+
+#[tokio::test]
+async fn a_probe_the_server_could_not_answer_is_not_kept() {
+    // The first two requests (the probe's first mode, then the ask itself in prompt mode) meet a 503.
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let inner = json_object_only_server(seen.clone(), 500).await;
+    let count = Arc::new(Mutex::new(0u32));
+    let url = common::serve_fn(move |body: Value| {
+        let (count, inner) = (count.clone(), inner.clone());
+        async move {
+            let n = {
+                let mut c = count.lock().unwrap();
+                *c += 1;
+                *c
+            };
+            if n <= 2 {
+                return (503, "overloaded".to_string());
+            }
+            let reply =
+                reqwest::Client::new().post(format!("{inner}/chat/completions")).json(&body).send().await.unwrap();
+            (reply.status().as_u16(), reply.text().await.unwrap())
+        }
+    })
+    .await;
+    let client = LlmClient::from_config(&LlmConfig { max_retries: 0, ..config(&url) }).unwrap().unwrap();
+    assert!(matches!(ask(&client, 0).await.result, Err(LlmError::Unavailable(_))));
+    assert!(ask(&client, 0).await.result.is_ok(), "the next call probes again and finds json_object");
+    let types: Vec<String> =
+        seen.lock().unwrap().iter().map(|r| r["response_format"]["type"].as_str().unwrap_or("-").to_string()).collect();
+    assert_eq!(types, ["json_schema", "json_object", "json_object"]);
 }
 
 #[test]

@@ -135,6 +135,9 @@ async fn obedient_llm(seen: Arc<Mutex<Vec<String>>>) -> String {
     serve_fn(move |body: Value| {
         let seen = seen.clone();
         async move {
+            if common::is_probe(&body) {
+                return (200, common::completion(r#"{"ok": true}"#));
+            }
             let schema = common::schema_of(&body);
             let context = body["messages"][1]["content"].as_str().unwrap_or("").to_string();
             let injected = INJECTIONS.iter().any(|i| context.contains(&i[..20]));

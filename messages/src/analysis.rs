@@ -165,5 +165,6 @@ pub struct QueryAnalysis {
 pub struct QueryRewrite {
     pub rewritten: String,
     #[serde(default)]
+    #[schemars(length(max = 4))]
     pub subquestions: Vec<String>,
 }

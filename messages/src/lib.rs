@@ -35,8 +35,8 @@ pub use event::{Event, EventBody, EventKind};
 pub use intent::{EntityRef, EntityType, GraphIntent, GraphLimits, GraphQueryType, SearchIntent};
 pub use lookup::{EntitiesReply, EntityRecord, HydrateRequest, MAX_HYDRATE_IDS, MAX_SEARCH_CHARS, SearchRequest};
 pub use loop_state::{
-    ActionOutcome, ActionResult, AskReply, Caps, Card, Counters, LoopState, Outcome, Phase, ReplyTo, TurnBrief,
-    TurnRecord,
+    ActionOutcome, ActionResult, AskReply, Caps, Card, Counters, LlmSpend, LoopState, Outcome, Phase, ReplyTo,
+    TurnBrief, TurnRecord,
 };
 pub use plan::PlannerState;
 pub use report::{CheckOutcome, SufficiencyReport};

@@ -51,6 +51,17 @@ pub struct Counters {
     /// states without an LLM encode exactly as before.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub llm_fallbacks: u32,
+    /// LLM completions this request received (repairs and the rewriter's included), and the tokens they took in
+    /// and gave out; `tokens_used` is what the budget counts. Absent when zero, like `llm_fallbacks`.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub llm_calls: u32,
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub llm_input_tokens: u32,
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub llm_output_tokens: u32,
+    /// Replies sent back to the model because they were not valid JSON or broke the schema or its rules.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub llm_repairs: u32,
 }
 
 fn is_zero(n: &u32) -> bool {
@@ -218,6 +229,33 @@ pub struct AskReply {
     pub route: Option<Route>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub complexity: Option<ComplexityScore>,
+    /// What the LLM cost the request; absent when no model was asked.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub llm: Option<LlmSpend>,
+}
+
+/// A request's LLM spend as the client sees it: completions, tokens, and how many replies had to be repaired or
+/// were replaced by the deterministic agent.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LlmSpend {
+    pub calls: u32,
+    pub input_tokens: u32,
+    pub output_tokens: u32,
+    pub repairs: u32,
+    pub fallbacks: u32,
+}
+
+impl LlmSpend {
+    /// The spend recorded in `counters`, or `None` when no model was asked and none was missed.
+    pub fn of(counters: &Counters) -> Option<LlmSpend> {
+        (counters.llm_calls > 0 || counters.llm_fallbacks > 0).then_some(LlmSpend {
+            calls: counters.llm_calls,
+            input_tokens: counters.llm_input_tokens,
+            output_tokens: counters.llm_output_tokens,
+            repairs: counters.llm_repairs,
+            fallbacks: counters.llm_fallbacks,
+        })
+    }
 }
 
 impl AskReply {
@@ -229,6 +267,7 @@ impl AskReply {
             elapsed_ms: 0,
             route: None,
             complexity: None,
+            llm: None,
         }
     }
 }

@@ -143,6 +143,7 @@ pub struct PlannerState {
     pub strategy: Strategy,
     #[serde(default)]
     pub clarifying_questions: Vec<ClarifyingQuestion>,
+    #[schemars(length(max = 3))]
     pub retrieval_rounds: Vec<RetrievalRound>,
     pub literal_constraints: LiteralConstraints,
     pub acceptance_criteria: AcceptanceCriteria,

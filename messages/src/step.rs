@@ -98,6 +98,8 @@ pub struct ClarifyingQuestion {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct NextStep {
     pub rationale: String,
+    /// One action, or two run in parallel (the schema says so too, for servers that constrain decoding by it).
+    #[schemars(length(min = 1, max = 2))]
     pub actions: Vec<Action>,
 }
 

@@ -25,12 +25,19 @@ struct Script {
 }
 
 async fn complete(State(script): State<Script>, Json(request): Json<Value>) -> Json<Value> {
-    script.calls.fetch_add(1, Ordering::SeqCst);
-    if !script.latency.is_zero() {
+    let schema = request["response_format"]["json_schema"]["name"].as_str().unwrap_or("");
+    // `llm.structured_output = auto`'s probe, answered as a `json_schema` server does, and not counted.
+    let probe = schema == sleuth_actors::llm::modes::PROBE_NAME;
+    if !probe {
+        script.calls.fetch_add(1, Ordering::SeqCst);
+    }
+    if !script.latency.is_zero() && !probe {
         tokio::time::sleep(script.latency).await;
     }
-    let schema = request["response_format"]["json_schema"]["name"].as_str().unwrap_or("");
-    let content = script.contents.get(schema).or_else(|| script.contents.get("*")).cloned().unwrap_or_default();
+    let content = match probe {
+        true => r#"{"ok": true}"#.to_string(),
+        false => script.contents.get(schema).or_else(|| script.contents.get("*")).cloned().unwrap_or_default(),
+    };
     Json(json!({
         "id": "scripted", "object": "chat.completion", "created": 0,
         "model": request["model"].as_str().unwrap_or("scripted-model"),

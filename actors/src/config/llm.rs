@@ -3,15 +3,41 @@
 
 use serde::{Deserialize, Serialize};
 
-/// How the LLM is asked for JSON that follows a schema.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+/// How the LLM is asked for JSON that follows a schema. Whatever the mode, the reply is parsed, held to the
+/// schema and its rules, and repaired or replaced by the deterministic agent.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum StructuredOutput {
-    /// `response_format: {type: json_schema, json_schema: {...}}`: OpenAI, vLLM, recent llama.cpp.
+    /// Probe the endpoint once (the modes below, in order, with a one-field schema) and keep the first mode it
+    /// accepts and follows.
+    #[default]
+    Auto,
+    /// `response_format: {type: json_schema, json_schema: {...}}`: OpenAI, vLLM, recent llama.cpp, Ollama.
     JsonSchema,
     /// `response_format: {type: json_object, schema: {...}}`: servers that reject `json_schema`
-    /// (llama-cpp-python's server); the reply is validated against the schema all the same.
+    /// (llama-cpp-python's server).
     JsonObject,
+    /// One function tool whose parameters are the schema, and `tool_choice` naming it: the reply is the call's
+    /// arguments.
+    Tools,
+    /// No response format: the schema goes into the system prompt, and the JSON is found in the reply's text.
+    Prompt,
+}
+
+impl StructuredOutput {
+    /// The modes `auto` tries, in order.
+    pub const PROBED: [StructuredOutput; 4] =
+        [StructuredOutput::JsonSchema, StructuredOutput::JsonObject, StructuredOutput::Tools, StructuredOutput::Prompt];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            StructuredOutput::Auto => "auto",
+            StructuredOutput::JsonSchema => "json_schema",
+            StructuredOutput::JsonObject => "json_object",
+            StructuredOutput::Tools => "tools",
+            StructuredOutput::Prompt => "prompt",
+        }
+    }
 }
 
 /// Per-agent overrides of the [`LlmConfig`] defaults.
@@ -77,7 +103,7 @@ impl Default for LlmConfig {
             temperature: 0.0,
             max_tokens: 1024,
             timeout_ms: 60_000,
-            structured_output: StructuredOutput::JsonSchema,
+            structured_output: StructuredOutput::Auto,
             max_retries: 3,
             backoff_base_ms: 500,
             backoff_max_ms: 10_000,

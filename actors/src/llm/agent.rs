@@ -52,11 +52,11 @@ impl LlmAgent {
     }
 }
 
-/// `state` with an agent's spend added, before its transition, so the caps see it: tokens always, and a
-/// fallback, with why, when the agent had to use its deterministic twin.
+/// `state` with an agent's spend added, before its transition, so the caps see it: tokens, calls and repairs
+/// always, and a fallback, with why, when the agent had to use its deterministic twin.
 pub fn charge(state: &LoopState, usage: Usage, fell_back: Option<&str>) -> LoopState {
     let mut next = state.clone();
-    next.counters.tokens_used = next.counters.tokens_used.saturating_add(usage.total());
+    usage.charge_to(&mut next.counters);
     if let Some(why) = fell_back {
         next.counters.llm_fallbacks = next.counters.llm_fallbacks.saturating_add(1);
         sleuth_messages::degraded::record(&mut next.degraded, Degradation::new(Backend::Llm, why));

@@ -1,6 +1,8 @@
 //! [`LlmClient`]: chat completions on any OpenAI-compatible server through async-openai, with the error tiers of
 //! seed 002 §10: retries with exponential backoff and jitter on 429, 5xx, timeouts and refused connections; a
-//! fallback provider; and a circuit breaker that sends the agents back to their deterministic twins.
+//! fallback provider; and a circuit breaker that sends the agents back to their deterministic twins. Each
+//! provider's structured-output mode is configured, or found by one probe the first time a schema is asked for
+//! ([`modes`](super::modes)).
 
 use std::time::Duration;
 
@@ -8,12 +10,16 @@ use async_openai::{
     Client,
     config::OpenAIConfig,
     error::OpenAIError,
-    types::chat::{CreateChatCompletionResponse, FinishReason},
+    types::chat::{ChatCompletionMessageToolCalls, CreateChatCompletionResponse, FinishReason},
 };
 use serde_json::{Value, json};
+use tokio::sync::OnceCell;
 use tracing::{Instrument, field::Empty};
 
-use super::{Agent, Breaker, ChatMessage, LlmError, Usage};
+use super::{
+    Agent, Breaker, ChatMessage, LlmError, Usage,
+    modes::{self, Probe},
+};
 use crate::config::{AgentLlmConfig, LlmConfig, StructuredOutput};
 use crate::guard::{backoff, retry_after::RetryAfterService};
 use crate::telemetry::metrics;
@@ -23,6 +29,8 @@ struct Provider {
     name: &'static str,
     client: Client<OpenAIConfig>,
     model: Option<String>,
+    /// How this endpoint is asked for JSON, once `auto` has probed it.
+    mode: OnceCell<StructuredOutput>,
 }
 
 /// A JSON schema the reply must follow, named for the server (`[a-zA-Z0-9_-]`, at most 64 characters).
@@ -80,6 +88,15 @@ impl LlmClient {
         self.breaker.is_open()
     }
 
+    /// The primary provider's structured-output mode: the configured one, or what `auto` found (`None` until its
+    /// probe has finished).
+    pub fn structured_output(&self) -> Option<StructuredOutput> {
+        match self.config.structured_output {
+            StructuredOutput::Auto => self.providers.first().and_then(|p| p.mode.get().copied()),
+            mode => Some(mode),
+        }
+    }
+
     /// The model an agent asks for on the primary provider.
     pub fn model(&self, agent: Agent) -> &str {
         self.agent(agent).model.as_deref().unwrap_or(&self.config.model)
@@ -132,7 +149,11 @@ impl LlmClient {
         let overrides = self.agent(agent);
         let model = provider.model.clone().unwrap_or_else(|| self.model(agent).to_string());
         let timeout = Duration::from_millis(overrides.timeout_ms.unwrap_or(self.config.timeout_ms));
-        let body = self.body(&model, overrides, messages, schema);
+        let mode = match schema {
+            Some(_) => self.mode_of(provider, &model).await,
+            None => self.config.structured_output,
+        };
+        let body = self.body(&model, overrides, messages, schema.map(|s| (s, mode)));
         let mut attempt = 0;
         loop {
             let span = crate::scoped_span!(
@@ -154,6 +175,7 @@ impl LlmClient {
                 sleuth.agent = agent.as_str(),
                 sleuth.provider = provider.name,
                 sleuth.attempt = attempt,
+                sleuth.structured_output = schema.map(|_| mode.as_str()),
             );
             if crate::telemetry::capture_content() {
                 span.record("gen_ai.input.messages", serde_json::to_string(messages).unwrap_or_default());
@@ -205,14 +227,13 @@ impl LlmClient {
         }
     }
 
-    /// The request body. `json_schema` servers get the schema as a response format; `json_object` servers get
-    /// it alongside (llama-cpp-python reads it there), and the reply is validated either way.
+    /// The request body, with the schema where `mode` puts it.
     fn body(
         &self,
         model: &str,
         overrides: &AgentLlmConfig,
         messages: &[ChatMessage],
-        schema: Option<&SchemaSpec>,
+        schema: Option<(&SchemaSpec, StructuredOutput)>,
     ) -> Value {
         let mut body = json!({
             "model": model,
@@ -221,15 +242,77 @@ impl LlmClient {
             "max_tokens": overrides.max_tokens.unwrap_or(self.config.max_tokens),
             "stream": false,
         });
-        if let Some(spec) = schema {
-            body["response_format"] = match self.config.structured_output {
-                StructuredOutput::JsonSchema => {
-                    json!({"type": "json_schema", "json_schema": {"name": spec.name, "schema": spec.schema, "strict": false}})
-                }
-                StructuredOutput::JsonObject => json!({"type": "json_object", "schema": spec.schema}),
-            };
+        if let Some((spec, mode)) = schema {
+            modes::apply(&mut body, mode, spec);
         }
         body
+    }
+
+    /// The provider's structured-output mode: the configured one, or what `auto` found. A probe that could not
+    /// finish (the server unreachable) is not kept: this call uses `prompt`, and the next call probes again.
+    async fn mode_of(&self, provider: &Provider, model: &str) -> StructuredOutput {
+        if self.config.structured_output != StructuredOutput::Auto {
+            return self.config.structured_output;
+        }
+        match provider.mode.get_or_try_init(|| self.probe(provider, model)).await {
+            Ok(mode) => *mode,
+            Err(why) => {
+                tracing::warn!(provider = provider.name, %why, "structured-output probe did not finish: prompt mode for this call");
+                StructuredOutput::Prompt
+            }
+        }
+    }
+
+    /// Asks the probe's one-field schema in each mode, in order, and keeps the first the server follows.
+    async fn probe(&self, provider: &Provider, model: &str) -> Result<StructuredOutput, String> {
+        let span = crate::scoped_span!(
+            "sleuth.llm.probe",
+            sleuth.provider = provider.name,
+            gen_ai.request.model = %model,
+            sleuth.structured_output = Empty,
+        );
+        let (messages, spec) = modes::probe_request();
+        let timeout = Duration::from_millis(self.config.timeout_ms);
+        let overrides = AgentLlmConfig { max_tokens: Some(32), temperature: Some(0.0), ..AgentLlmConfig::default() };
+        let mut found = Vec::new();
+        let mut refused_by_5xx = false;
+        for mode in StructuredOutput::PROBED {
+            let body = self.body(model, &overrides, &messages, Some((&spec, mode)));
+            let chat = provider.client.chat();
+            let call = chat.create_byot::<&Value, CreateChatCompletionResponse>(&body);
+            let (outcome, _) =
+                crate::guard::retry_after::scope(tokio::time::timeout(timeout, call).instrument(span.clone())).await;
+            let probe = match outcome {
+                Err(_) => {
+                    return Err(format!("no reply to the {} probe within {} ms", mode.as_str(), timeout.as_millis()));
+                }
+                Ok(Err(e)) => match refusal(e) {
+                    Err(why) => return Err(format!("{} probe: {why}", mode.as_str())),
+                    Ok((why, server_error)) => {
+                        tracing::info!(provider = provider.name, mode = mode.as_str(), %why, "structured-output mode refused");
+                        refused_by_5xx |= server_error;
+                        Probe::Refused
+                    }
+                },
+                Ok(Ok(response)) => match reply(response) {
+                    Ok(r) if modes::follows_probe(&r.content) => Probe::Followed,
+                    Ok(_) | Err(_) => Probe::Accepted,
+                },
+            };
+            found.push((mode, probe));
+            if probe == Probe::Followed {
+                break;
+            }
+        }
+        if refused_by_5xx && found.iter().all(|(_, p)| *p == Probe::Refused) {
+            // Every mode failed and some with a server error: the server may be broken rather than picky.
+            return Err("every mode was refused, some with a server error".into());
+        }
+        let mode = modes::choose(&found);
+        span.record("sleuth.structured_output", mode.as_str());
+        let tried: Vec<String> = found.iter().map(|(m, p)| format!("{} {p:?}", m.as_str()).to_lowercase()).collect();
+        tracing::info!(provider = provider.name, mode = mode.as_str(), tried = %tried.join(", "), "structured-output mode chosen");
+        Ok(mode)
     }
 }
 
@@ -242,7 +325,7 @@ fn provider(name: &'static str, base: &str, key_env: &str, model: Option<String>
     let client = Client::with_config(OpenAIConfig::new().with_api_base(base.trim_end_matches('/')).with_api_key(key))
         .with_http_client(http.clone())
         .with_http_service(RetryAfterService::new(http));
-    Ok(Provider { name, client, model })
+    Ok(Provider { name, client, model, mode: OnceCell::new() })
 }
 
 fn reply(response: CreateChatCompletionResponse) -> Result<ChatReply, Failure> {
@@ -253,9 +336,16 @@ fn reply(response: CreateChatCompletionResponse) -> Result<ChatReply, Failure> {
         input_tokens: u.prompt_tokens,
         output_tokens: u.completion_tokens,
         calls: 1,
+        repairs: 0,
     });
+    // In `tools` mode the JSON is the forced call's arguments.
+    let called = choice.message.tool_calls.into_iter().flatten().find_map(|call| match call {
+        ChatCompletionMessageToolCalls::Function(f) => Some(f.function.arguments),
+        ChatCompletionMessageToolCalls::Custom(_) => None,
+    });
+    let content = choice.message.content.filter(|c| !c.trim().is_empty()).or(called).unwrap_or_default();
     Ok(ChatReply {
-        content: choice.message.content.unwrap_or_default(),
+        content,
         usage,
         model: response.model,
         truncated: matches!(choice.finish_reason, Some(FinishReason::Length)),
@@ -265,6 +355,25 @@ fn reply(response: CreateChatCompletionResponse) -> Result<ChatReply, Failure> {
             .and_then(|v| v.as_str().map(str::to_string))
             .unwrap_or_else(|| "unknown".into()),
     })
+}
+
+/// What a probe's failed request says of the mode: refused by a server that is up (`Ok`, with why and whether it
+/// was a 500), or nothing, because the server is unreachable or overloaded (`Err`). llama-cpp-python's server
+/// answers a `response_format` it does not know with a 500 carrying a validation error, so a 500 counts as a
+/// refusal here, unlike in [`classify`], where it is retried.
+fn refusal(error: OpenAIError) -> Result<(String, bool), String> {
+    match error {
+        OpenAIError::ApiError(e) => {
+            let status = e.status_code.as_u16();
+            let message = format!("HTTP {status}: {}", e.api_error.message);
+            match status {
+                408 | 429 | 502 | 503 | 504 => Err(message),
+                _ => Ok((message, status >= 500)),
+            }
+        }
+        OpenAIError::Reqwest(e) => Err(format!("transport: {e}")),
+        other => Ok((other.to_string(), false)),
+    }
 }
 
 /// 429, 408, 5xx and transport errors are worth another try; any other refusal is not.

@@ -9,6 +9,7 @@
 pub mod agent;
 pub mod client;
 pub mod context;
+pub mod modes;
 pub mod prompts;
 pub mod structured;
 
@@ -65,6 +66,8 @@ pub struct Usage {
     pub output_tokens: u32,
     /// Calls that reached the server and came back with a completion.
     pub calls: u32,
+    /// Replies sent back for repair (not valid JSON, off the schema, or breaking a rule).
+    pub repairs: u32,
 }
 
 impl Usage {
@@ -76,6 +79,16 @@ impl Usage {
         self.input_tokens = self.input_tokens.saturating_add(other.input_tokens);
         self.output_tokens = self.output_tokens.saturating_add(other.output_tokens);
         self.calls = self.calls.saturating_add(other.calls);
+        self.repairs = self.repairs.saturating_add(other.repairs);
+    }
+
+    /// Adds this spend to a request's counters: the budget's `tokens_used` and the figures its reply reports.
+    pub fn charge_to(&self, counters: &mut sleuth_messages::Counters) {
+        counters.tokens_used = counters.tokens_used.saturating_add(self.total());
+        counters.llm_calls = counters.llm_calls.saturating_add(self.calls);
+        counters.llm_input_tokens = counters.llm_input_tokens.saturating_add(self.input_tokens);
+        counters.llm_output_tokens = counters.llm_output_tokens.saturating_add(self.output_tokens);
+        counters.llm_repairs = counters.llm_repairs.saturating_add(self.repairs);
     }
 }
 

@@ -137,10 +137,12 @@ pub async fn ask<T: StructuredSpec>(
         };
         tracing::info!(agent = agent.as_str(), schema = T::NAME, %problem, "LLM reply rejected");
         repairs.push(problem.clone());
+        crate::telemetry::metrics::llm_repair(agent.as_str(), T::NAME);
         if repairs.len() as u32 > max_repairs {
             let attempts = repairs.len() as u32;
             return Structured { result: Err(LlmError::Invalid { attempts, last: problem }), usage, repairs };
         }
+        usage.repairs += 1;
         messages.push(ChatMessage::assistant(reply.content));
         messages.push(ChatMessage::user(super::prompts::CORRECT.replace("{{problem}}", &problem)));
     }
@@ -157,6 +159,8 @@ mod tests {
             assert!(schema.contains(&format!("\"{action}\"")), "{action} missing from {schema}");
         }
         assert!(!schema.contains("$ref"), "refs are inlined: {schema}");
+        let actions = &schema_of::<NextStep>()["properties"]["actions"];
+        assert_eq!((actions["minItems"].as_u64(), actions["maxItems"].as_u64()), (Some(1), Some(2)), "{actions}");
     }
 
     #[test]

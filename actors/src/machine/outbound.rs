@@ -120,5 +120,6 @@ pub fn reply_of(state: &LoopState) -> AskReply {
         elapsed_ms: state.finished_ms.unwrap_or(state.created_ms).saturating_sub(state.created_ms),
         route: Some(state.analysis.route),
         complexity: Some(state.analysis.complexity.clone()),
+        llm: sleuth_messages::LlmSpend::of(&state.counters),
     }
 }

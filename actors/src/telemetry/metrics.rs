@@ -20,6 +20,7 @@ pub const LLM_TOKENS: &str = "sleuth_llm_tokens_total";
 pub const LLM_CALLS: &str = "sleuth_llm_calls_total";
 pub const LLM_ERRORS: &str = "sleuth_llm_errors_total";
 pub const LLM_FALLBACKS: &str = "sleuth_llm_fallbacks_total";
+pub const LLM_REPAIRS: &str = "sleuth_llm_repairs_total";
 pub const LLM_BREAKER_OPEN: &str = "sleuth_llm_breaker_open";
 pub const BACKEND_BREAKER_OPEN: &str = "sleuth_backend_breaker_open";
 pub const BACKEND_UNAVAILABLE: &str = "sleuth_backend_unavailable_total";
@@ -75,6 +76,7 @@ fn describe() {
     describe_counter!(LLM_CALLS, "LLM calls that returned a completion, by model and agent");
     describe_counter!(LLM_ERRORS, "failed LLM attempts, by model, agent and error type");
     describe_counter!(LLM_FALLBACKS, "agent steps decided by the deterministic twin, by agent");
+    describe_counter!(LLM_REPAIRS, "LLM replies sent back for repair, by agent and schema");
     describe_gauge!(LLM_BREAKER_OPEN, "1 while the LLM circuit breaker keeps calls out");
     describe_gauge!(BACKEND_BREAKER_OPEN, "1 while a backend's circuit breaker keeps calls out, by backend");
     describe_counter!(
@@ -166,6 +168,13 @@ pub fn llm_fallback(agent: &'static str) {
         return;
     }
     counter!(LLM_FALLBACKS, "agent" => agent).increment(1);
+}
+
+pub fn llm_repair(agent: &'static str, schema: &'static str) {
+    if !recording() {
+        return;
+    }
+    counter!(LLM_REPAIRS, "agent" => agent, "schema" => schema).increment(1);
 }
 
 pub fn llm_breaker(open: bool) {

@@ -90,6 +90,12 @@ pub fn schema_of(request: &Value) -> String {
     request["response_format"]["json_schema"]["name"].as_str().unwrap_or("").to_string()
 }
 
+/// `llm.structured_output = auto`'s probe, which these servers answer as a `json_schema` server does, without
+/// recording it or touching a script.
+pub fn is_probe(request: &Value) -> bool {
+    schema_of(request) == sleuth_actors::llm::modes::PROBE_NAME
+}
+
 pub fn completion(content: &str) -> String {
     json!({
         "id": "c1", "object": "chat.completion", "created": 0, "model": "scripted-model",
@@ -109,6 +115,9 @@ pub async fn serve_killable(script: Script) -> Server {
     serve_with_headers(move |body| {
         let script = script.clone();
         async move {
+            if is_probe(&body) {
+                return (200, Vec::new(), completion(r#"{"ok": true}"#));
+            }
             let schema = schema_of(&body);
             script.seen.lock().unwrap().push(body);
             match script.next(&schema) {

@@ -10,7 +10,7 @@ use crate::{
     degraded::{Backend, Degradation},
     envelope::{Envelope, Stage, WorkItem},
     intent::{EntityRef, EntityType, GraphIntent, GraphLimits, GraphQueryType, SearchIntent},
-    loop_state::{ActionOutcome, ActionResult, Caps, Card, Counters, LoopState, Outcome, Phase, TurnRecord},
+    loop_state::{ActionOutcome, ActionResult, Caps, Card, Counters, LlmSpend, LoopState, Outcome, Phase, TurnRecord},
     report::SufficiencyReport,
     response::{AgentResponse, Citation, TerminationReason},
     result::{GraphPath, GraphResult, Hit, RetrievalResult},
@@ -287,6 +287,32 @@ fn counters_golden_bytes_do_not_drift() {
     let (back, _): (Counters, _) = decode(&encode(&counters, Encoding::MsgPack).unwrap()).unwrap();
     assert_eq!(back, counters);
 }
+
+#[test]
+fn llm_spend_golden_bytes_do_not_drift() {
+    // The LLM's calls, tokens and repairs are added fields, absent when zero (above); set, they encode by name.
+    let counters = Counters {
+        tokens_used: 120,
+        llm_calls: 3,
+        llm_input_tokens: 900,
+        llm_output_tokens: 60,
+        llm_repairs: 1,
+        ..Counters::default()
+    };
+    let hex: String = encode(&counters, Encoding::MsgPack).unwrap().iter().map(|b| format!("{b:02x}")).collect();
+    assert_eq!(hex, GOLDEN_COUNTERS_WITH_LLM);
+    let (back, _): (Counters, _) = decode(&encode(&counters, Encoding::MsgPack).unwrap()).unwrap();
+    assert_eq!(back, counters);
+    let spend = LlmSpend::of(&counters).expect("a request that asked the model has a spend");
+    let hex: String = encode(&spend, Encoding::MsgPack).unwrap().iter().map(|b| format!("{b:02x}")).collect();
+    assert_eq!(hex, GOLDEN_LLM_SPEND);
+    assert_eq!(LlmSpend::of(&Counters::default()), None, "no model asked, no spend in the reply");
+}
+
+// Cross-checked with Python's msgpack: packb({"zero_result_steps": 0, ..., "llm_calls": 3, "llm_input_tokens": 900,
+// "llm_output_tokens": 60, "llm_repairs": 1}) and packb({"calls": 3, "input_tokens": 900, ..., "fallbacks": 0}).
+const GOLDEN_COUNTERS_WITH_LLM: &str = "88b17a65726f5f726573756c745f737465707300b96e6f5f6e65775f696e666f726d6174696f6e5f726f756e647300ab746f6b656e735f7573656478b26475706c6963617465735f736b697070656400a96c6c6d5f63616c6c7303b06c6c6d5f696e7075745f746f6b656e73cd0384b16c6c6d5f6f75747075745f746f6b656e733cab6c6c6d5f7265706169727301";
+const GOLDEN_LLM_SPEND: &str = "85a563616c6c7303ac696e7075745f746f6b656e73cd0384ad6f75747075745f746f6b656e733ca77265706169727301a966616c6c6261636b7300";
 
 // Both cross-checked with Python's msgpack: packb({"zero_result_steps": 0, ..., "tokens_used": 120, ...}).
 const GOLDEN_COUNTERS: &str = "84b17a65726f5f726573756c745f737465707300b96e6f5f6e65775f696e666f726d6174696f6e5f726f756e647300ab746f6b656e735f7573656478b26475706c6963617465735f736b697070656400";

@@ -268,6 +268,8 @@ async fn accept(
     }
     let timeout = request.timeout_ms.unwrap_or(ctx.config.loop_.timeout_ms).clamp(1, ctx.config.loop_.max_timeout_ms);
     ctx.admission.admit(&*ctx.bus, std::time::Duration::from_millis(timeout)).await?;
+    // The request's time starts now: what the rewriter takes comes out of its deadline.
+    let received_ms = telemetry::now_ms();
     let conversation = request.conversation_id.clone();
     let previous = match &conversation {
         Some(id) => ctx.conversations.last_turn(id).await.unwrap_or_else(|e| {
@@ -281,7 +283,8 @@ async fn accept(
     let (mut analysis, usage, rewriter_failed) = match (&previous, &ctx.rewriter) {
         // With an LLM, a follow-up is rewritten by the model; the deterministic rewriter is its fallback.
         (Some(prev), Some(llm)) => {
-            let timeout = std::time::Duration::from_millis(ctx.config.llm.timeout_ms);
+            // At most a quarter of the request's time, so a slow model leaves the loop the rest.
+            let timeout = std::time::Duration::from_millis(ctx.config.llm.timeout_ms.min(timeout / 4).max(1));
             let max_bytes = ctx.config.loop_.max_query_bytes;
             match llm_rewrite::rewrite(llm, &normalized, prev, max_bytes, timeout).await {
                 (Ok(r), usage) => {
@@ -304,7 +307,7 @@ async fn accept(
         analysis.complexity.overrides.push(format!("forced_{route:?}").to_lowercase());
         analysis.route = route;
     }
-    let now_ms = telemetry::now_ms();
+    let now_ms = received_ms;
     let caps = machine::caps_for(&ctx.config.loop_, analysis.route, request.max_turns);
     let mut state = machine::new_state(NewRequest {
         request_id,
@@ -318,7 +321,7 @@ async fn accept(
         records_root_span,
     });
     // What the rewriter cost counts against the request's budget like any agent's call.
-    state.counters.tokens_used = usage.total();
+    usage.charge_to(&mut state.counters);
     if let Some(why) = rewriter_failed {
         state.counters.llm_fallbacks = 1;
         state.degraded.push(sleuth_messages::Degradation::new(sleuth_messages::Backend::Llm, why));
