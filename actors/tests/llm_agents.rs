@@ -177,6 +177,9 @@ async fn an_llm_server_killed_between_requests_degrades_the_next_one_within_its_
     config.loop_.timeout_ms = 20_000;
     let node = Node::embedded(config).await.expect("embedded node");
     let first = node.ask(AskRequest::new(QUESTION), None).await.expect("a reply");
+    // `sleuth ask` ends with what the model cost: six calls of 100 tokens in and 20 out, nothing repaired.
+    let shown = sleuth_actors::client::render(&first);
+    assert!(shown.contains("\nllm: 6 calls · 600 tokens in, 120 out · 0 repaired · 0 fell back"), "{shown}");
     let Outcome::Answer(first) = first.outcome else { panic!("{:?}", first.outcome) };
     assert!(first.degraded.is_empty(), "the server was up: {:?}", first.degraded);
 

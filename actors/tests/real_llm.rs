@@ -84,7 +84,7 @@ fn config(dir: &std::path::Path) -> Config {
     config.graph.demo_graph = false;
     config.llm = llm_config();
     config.intake.force_route = Some(Route::Agent);
-    config.loop_.timeout_ms = 90_000;
+    config.loop_.timeout_ms = 60_000;
     config
 }
 

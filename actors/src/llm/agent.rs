@@ -37,11 +37,20 @@ impl LlmAgent {
             tracing::info!(request_id = %state.request_id, agent = agent.as_str(), "context compacted");
         }
         let messages = vec![ChatMessage::system(prompt), ChatMessage::user(ctx.text)];
-        // No call outlives the request: past its deadline the deterministic agent answers instead.
+        // No call outlives the request, and the planner and grader take at most half of what is left: a slow model
+        // leaves the deterministic twin time to search and the synthesizer time to write from what was found.
         let remaining = Duration::from_millis(state.deadline_ms.saturating_sub(telemetry::now_ms()));
+        let allowed = match agent {
+            Agent::Synthesizer => remaining,
+            Agent::Planner | Agent::Grader => remaining / 2,
+        };
         let ask = structured::ask::<T>(&self.client, agent, messages, self.max_repairs, extra);
-        let out = tokio::time::timeout(remaining, ask).await.unwrap_or_else(|_| Structured {
-            result: Err(LlmError::Unavailable("the request's deadline passed during the call".into())),
+        let out = tokio::time::timeout(allowed, ask).await.unwrap_or_else(|_| Structured {
+            result: Err(LlmError::Unavailable(format!(
+                "no usable reply within {} ms, the {} share of the request's time",
+                allowed.as_millis(),
+                if allowed == remaining { "whole" } else { "half" }
+            ))),
             usage: Usage::default(),
             repairs: Vec::new(),
         });
