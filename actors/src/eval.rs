@@ -287,13 +287,7 @@ fn llm_rows(scored: &[Scored]) -> Vec<SpendRow> {
             fell_back: items.iter().filter(|s| s.llm.as_ref().is_some_and(|l| l.fallbacks > 0)).count() as f64 / n,
         }
     };
-    let mut out: Vec<SpendRow> = [Route::Fast, Route::Enhanced, Route::Agent, Route::Clarify]
-        .into_iter()
-        .filter_map(|route| {
-            let items: Vec<&Scored> = scored.iter().filter(|s| s.route == Some(route)).collect();
-            (!items.is_empty()).then(|| spend_row(&format!("{route:?}").to_lowercase(), &items))
-        })
-        .collect();
+    let mut out: Vec<SpendRow> = by_route(scored).into_iter().map(|(name, items)| spend_row(&name, &items)).collect();
     out.push(spend_row("all", &scored.iter().collect::<Vec<_>>()));
     out
 }
@@ -307,11 +301,16 @@ fn rows(scored: &[Scored]) -> Vec<Row> {
 
 /// One row per route taken, in route order: the route distribution and its latency.
 fn route_rows(scored: &[Scored]) -> Vec<Row> {
+    by_route(scored).into_iter().map(|(name, items)| row(&name, &items)).collect()
+}
+
+/// The questions grouped by the route taken, in route order, each route named; routes nobody took are left out.
+fn by_route(scored: &[Scored]) -> Vec<(String, Vec<&Scored>)> {
     [Route::Fast, Route::Enhanced, Route::Agent, Route::Clarify]
         .into_iter()
         .filter_map(|route| {
             let items: Vec<&Scored> = scored.iter().filter(|s| s.route == Some(route)).collect();
-            (!items.is_empty()).then(|| row(&format!("{route:?}").to_lowercase(), &items))
+            (!items.is_empty()).then(|| (format!("{route:?}").to_lowercase(), items))
         })
         .collect()
 }

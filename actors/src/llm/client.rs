@@ -149,11 +149,11 @@ impl LlmClient {
         let overrides = self.agent(agent);
         let model = provider.model.clone().unwrap_or_else(|| self.model(agent).to_string());
         let timeout = Duration::from_millis(overrides.timeout_ms.unwrap_or(self.config.timeout_ms));
-        let mode = match schema {
-            Some(_) => self.mode_of(provider, &model).await,
-            None => self.config.structured_output,
+        let schema = match schema {
+            Some(spec) => Some((spec, self.mode_of(provider, &model).await)),
+            None => None,
         };
-        let body = self.body(&model, overrides, messages, schema.map(|s| (s, mode)));
+        let body = self.body(&model, overrides, messages, schema);
         let mut attempt = 0;
         loop {
             let span = crate::scoped_span!(
@@ -175,7 +175,7 @@ impl LlmClient {
                 sleuth.agent = agent.as_str(),
                 sleuth.provider = provider.name,
                 sleuth.attempt = attempt,
-                sleuth.structured_output = schema.map(|_| mode.as_str()),
+                sleuth.structured_output = schema.map(|(_, mode)| mode.as_str()),
             );
             if crate::telemetry::capture_content() {
                 span.record("gen_ai.input.messages", serde_json::to_string(messages).unwrap_or_default());
@@ -280,9 +280,8 @@ impl LlmClient {
             let body = self.body(model, &overrides, &messages, Some((&spec, mode)));
             let chat = provider.client.chat();
             let call = chat.create_byot::<&Value, CreateChatCompletionResponse>(&body);
-            let (outcome, _) =
-                crate::guard::retry_after::scope(tokio::time::timeout(timeout, call).instrument(span.clone())).await;
-            let probe = match outcome {
+            // No `retry_after::scope`: a probe is not retried, so a `Retry-After` would have no one to read it.
+            let probe = match tokio::time::timeout(timeout, call).instrument(span.clone()).await {
                 Err(_) => {
                     return Err(format!("no reply to the {} probe within {} ms", mode.as_str(), timeout.as_millis()));
                 }

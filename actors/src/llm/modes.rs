@@ -38,17 +38,13 @@ pub fn apply(body: &mut Value, mode: StructuredOutput, spec: &SchemaSpec) {
                 "\n\nReply with only one JSON object, no prose and no markdown fences, that follows this JSON schema:\n{}",
                 spec.schema
             );
-            let messages = body["messages"].as_array_mut();
-            match messages.and_then(|m| m.iter_mut().find(|m| m["role"] == "system")) {
-                Some(system) => {
-                    let text = system["content"].as_str().unwrap_or_default().to_string();
-                    system["content"] = Value::String(text + &rule);
+            let Some(messages) = body["messages"].as_array_mut() else { return };
+            match messages.iter().position(|m| m["role"] == "system") {
+                Some(i) => {
+                    let text = messages[i]["content"].as_str().unwrap_or_default().to_string();
+                    messages[i]["content"] = Value::String(text + &rule);
                 }
-                None => {
-                    if let Some(messages) = body["messages"].as_array_mut() {
-                        messages.insert(0, json!({"role": "system", "content": rule.trim_start()}));
-                    }
-                }
+                None => messages.insert(0, json!({"role": "system", "content": rule.trim_start()})),
             }
         }
     }
@@ -82,7 +78,7 @@ pub enum Probe {
     /// The server took the request but the reply did not follow the schema (the format was ignored, or the
     /// model wandered off).
     Accepted,
-    /// The server refused the request (a 4xx): it does not support this mode.
+    /// The server refused the request (a 4xx, or the 500 llama-cpp-python gives): it does not support this mode.
     Refused,
 }
 

@@ -137,12 +137,13 @@ pub async fn ask<T: StructuredSpec>(
         };
         tracing::info!(agent = agent.as_str(), schema = T::NAME, %problem, "LLM reply rejected");
         repairs.push(problem.clone());
-        crate::telemetry::metrics::llm_repair(agent.as_str(), T::NAME);
         if repairs.len() as u32 > max_repairs {
             let attempts = repairs.len() as u32;
             return Structured { result: Err(LlmError::Invalid { attempts, last: problem }), usage, repairs };
         }
+        // A repair is a rejected reply sent back; the last rejection, which is not, is a fallback.
         usage.repairs += 1;
+        crate::telemetry::metrics::llm_repair(agent.as_str(), T::NAME);
         messages.push(ChatMessage::assistant(reply.content));
         messages.push(ChatMessage::user(super::prompts::CORRECT.replace("{{problem}}", &problem)));
     }

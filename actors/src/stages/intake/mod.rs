@@ -269,7 +269,7 @@ async fn accept(
     let timeout = request.timeout_ms.unwrap_or(ctx.config.loop_.timeout_ms).clamp(1, ctx.config.loop_.max_timeout_ms);
     ctx.admission.admit(&*ctx.bus, std::time::Duration::from_millis(timeout)).await?;
     // The request's time starts now: what the rewriter takes comes out of its deadline.
-    let received_ms = telemetry::now_ms();
+    let now_ms = telemetry::now_ms();
     let conversation = request.conversation_id.clone();
     let previous = match &conversation {
         Some(id) => ctx.conversations.last_turn(id).await.unwrap_or_else(|e| {
@@ -307,7 +307,6 @@ async fn accept(
         analysis.complexity.overrides.push(format!("forced_{route:?}").to_lowercase());
         analysis.route = route;
     }
-    let now_ms = received_ms;
     let caps = machine::caps_for(&ctx.config.loop_, analysis.route, request.max_turns);
     let mut state = machine::new_state(NewRequest {
         request_id,
