@@ -6,8 +6,8 @@ use std::time::Duration;
 use anyhow::Context;
 use futures::StreamExt;
 use sleuth_messages::{
-    AskReply, AskRequest, Encoding, Event, EventBody, EventKind, LoopState, Outcome, PlannerState, codec,
-    subjects::Subjects,
+    AgentResponse, AskReply, AskRequest, Encoding, Event, EventBody, EventKind, LoopState, Outcome, PlannerState,
+    codec, subjects::Subjects,
 };
 
 use crate::{
@@ -239,16 +239,36 @@ pub fn render_event(event: &Event) -> String {
         EventBody::Graded(r) => {
             format!("· turn {}    graded: sufficient={} ({})", event.turn, r.sufficient, r.rationale)
         }
-        EventBody::Final(_) => "· final".to_string(),
+        EventBody::Final(reply) => match &reply.outcome {
+            Outcome::Answer(AgentResponse { short_answer: Some(short), .. }) => {
+                format!("· final     {}", short_answer_line(short))
+            }
+            _ => "· final".to_string(),
+        },
     }
 }
 
-/// The human-readable answer: text, citations, the loop's steps and why it stopped.
+/// The short answer with its citation marks: "One Piece [1]".
+pub fn short_answer_line(short: &sleuth_messages::ShortAnswer) -> String {
+    let marks: String = short.citations.iter().map(|n| format!("[{n}]")).collect();
+    format!("{} {marks}", short.text)
+}
+
+/// The human-readable answer: the short answer first, then its support, citations, the loop's steps and why it
+/// stopped.
 pub fn render(reply: &AskReply) -> String {
     let mut out = String::new();
     match &reply.outcome {
         Outcome::Answer(answer) => {
-            out.push_str(&format!("{}\n", answer.answer));
+            match &answer.short_answer {
+                Some(short) => {
+                    // The short answer on a line of its own, then its support without repeating it.
+                    let lead = short_answer_line(short);
+                    let rest = answer.answer.replacen(&format!("{lead}."), "", 1);
+                    out.push_str(&format!("{lead}\n\n{}\n", rest.split_whitespace().collect::<Vec<_>>().join(" ")));
+                }
+                None => out.push_str(&format!("{}\n", answer.answer)),
+            }
             if !answer.citations.is_empty() {
                 out.push_str("\nCitations:\n");
                 for c in &answer.citations {

@@ -1,7 +1,9 @@
 //! `sleuth eval QUESTIONS.json`: scores retrieval against gold titles, through the loop or as a single retrieval
 //! pass. Reports perfect retrieval@8 (every gold title among the 8 passages finally retrieved or cited) on the final
 //! ranking (cited first) and on retrieval order alone, recall@k, MRR@10, the share of answers that contain the gold
-//! answer and of answers that abstain, the multi-hop subset, latency percentiles and the failed questions.
+//! answer and of answers that abstain, the multi-hop subset, latency percentiles and the failed questions. Answers
+//! are scored the way the field scores them ([`answer_score`]): exact match and token F1 of the short answer against
+//! the gold answer, after SQuAD's normalisation.
 
 use std::{
     path::Path,
@@ -11,15 +13,16 @@ use std::{
 
 use anyhow::Context;
 use serde_json::json;
-use sleuth_messages::{AskRequest, LlmSpend, LoopState, Outcome, Route};
+use sleuth_messages::{AskRequest, Card, LlmSpend, LoopState, Outcome, Route};
 
 use crate::{
     config::Config,
     index::PayloadFilter,
     ingest,
     node::Node,
+    reader,
     retrieval::Retriever,
-    stages::{ranking::ranking, synthesizer::NO_EVIDENCE},
+    stages::{intake::chain::links, ranking::ranking, synthesizer::NO_EVIDENCE},
 };
 
 /// Passages a question is judged on (fast-graphrag's benchmark retrieves 8).
@@ -45,6 +48,8 @@ pub struct Scored {
     pub retrieved: Vec<String>,
     /// The answer the loop wrote (none in single-pass mode), and whether it abstained.
     pub answer: Option<String>,
+    /// The short answer the reply led with, when it had one.
+    pub short: Option<String>,
     pub abstained: bool,
     pub latency: Duration,
     /// The route intake chose (none in single-pass mode).
@@ -82,6 +87,18 @@ impl Scored {
         let (answer, gold) = (fold(answer), fold(gold));
         Some(!gold.is_empty() && format!(" {answer} ").contains(&format!(" {gold} ")))
     }
+    /// Exact match and token F1 of the short answer (the whole answer when there is none) against the gold
+    /// answer; `None` without both.
+    pub fn answer_score(&self) -> Option<(f64, f64)> {
+        let gold = self.question.answer.as_ref()?;
+        let predicted = self.short.as_ref().or(self.answer.as_ref())?;
+        Some(answer_score(predicted, gold))
+    }
+    /// Whether every gold title is in the first `k` titles.
+    pub fn all_gold(&self, k: usize) -> bool {
+        let top = &self.ranked[..self.ranked.len().min(k)];
+        self.question.gold_titles.iter().all(|g| top.contains(g))
+    }
     pub fn recall(&self, k: usize) -> f64 {
         let top = &self.ranked[..self.ranked.len().min(k)];
         let found = self.question.gold_titles.iter().filter(|g| top.contains(g)).count();
@@ -94,6 +111,40 @@ impl Scored {
             .position(|t| self.question.gold_titles.contains(t))
             .map_or(0.0, |i| 1.0 / (i + 1) as f64)
     }
+}
+
+/// SQuAD's answer normalisation: lower case, punctuation and the articles a, an and the removed, white space
+/// collapsed.
+pub fn normalize_answer(s: &str) -> String {
+    let lower: String =
+        s.to_lowercase().chars().filter(|c| !c.is_ascii_punctuation() && !matches!(c, '’' | '‘' | '“' | '”')).collect();
+    lower.split_whitespace().filter(|w| !matches!(*w, "a" | "an" | "the")).collect::<Vec<_>>().join(" ")
+}
+
+/// Exact match and token F1 after [`normalize_answer`], as SQuAD and HotpotQA score them (a yes/no answer
+/// against anything else scores 0).
+pub fn answer_score(predicted: &str, gold: &str) -> (f64, f64) {
+    let (p, g) = (normalize_answer(predicted), normalize_answer(gold));
+    let em = if p == g { 1.0 } else { 0.0 };
+    let special = |s: &str| matches!(s, "yes" | "no" | "noanswer");
+    if (special(&p) || special(&g)) && p != g {
+        return (em, 0.0);
+    }
+    let (pt, gt): (Vec<&str>, Vec<&str>) = (p.split_whitespace().collect(), g.split_whitespace().collect());
+    let mut left = gt.clone();
+    let mut common = 0usize;
+    for t in &pt {
+        if let Some(i) = left.iter().position(|x| x == t) {
+            left.swap_remove(i);
+            common += 1;
+        }
+    }
+    if common == 0 {
+        return (em, 0.0);
+    }
+    let precision = common as f64 / pt.len() as f64;
+    let recall = common as f64 / gt.len() as f64;
+    (em, 2.0 * precision * recall / (precision + recall))
 }
 
 pub fn read_questions(path: &Path) -> anyhow::Result<Vec<Question>> {
@@ -195,9 +246,15 @@ pub async fn run(
             embedding.push(started.elapsed());
         }
         let started = Instant::now();
-        let (mut route, mut answer, mut abstained, mut llm) = (None, None, false, None);
+        let (mut route, mut answer, mut short, mut abstained, mut llm) = (None, None, None, false, None);
         let (ranked, retrieved) = if single_pass {
             let hits = retriever.search(&question.question, &PayloadFilter::default(), JUDGED).await?;
+            // One pass has an answer too: the same reader over the passages it found, so the loop's answers are
+            // measured against it.
+            let cards: Vec<Card> =
+                hits.iter().enumerate().map(|(i, h)| Card::new(i as u32 + 1, 1, h.clone())).collect();
+            let window: Vec<&Card> = cards.iter().collect();
+            short = reader::read(&question.question, &window, links(&question.question)).map(|r| r.text);
             let titles = distinct(hits.iter().map(|h| &h.title));
             (titles.clone(), titles)
         } else {
@@ -210,10 +267,21 @@ pub async fn run(
             if let Some(Outcome::Answer(a)) = &state.outcome {
                 abstained = a.warnings.iter().any(|w| w == NO_EVIDENCE);
                 answer = Some(a.answer.clone());
+                short = a.short_answer.as_ref().map(|s| s.text.clone());
             }
             (ranked_titles(&state), retrieved_titles(&state))
         };
-        scored.push(Scored { question, ranked, retrieved, answer, abstained, latency: started.elapsed(), route, llm });
+        scored.push(Scored {
+            question,
+            ranked,
+            retrieved,
+            answer,
+            short,
+            abstained,
+            latency: started.elapsed(),
+            route,
+            llm,
+        });
     }
     let mode = match embedding.is_empty() {
         true => mode,
@@ -239,7 +307,13 @@ struct Row {
     /// Share of answers containing the gold answer, over the questions that carry one (none: no such question).
     contains_gold: Option<f64>,
     abstained: f64,
+    /// Exact match and token F1 over the questions that carry a gold answer (none: no such question).
+    em: Option<f64>,
+    f1: Option<f64>,
     recall: f64,
+    recall2: f64,
+    recall5: f64,
+    all_gold5: f64,
     mrr: f64,
     p50: f64,
     p95: f64,
@@ -253,6 +327,10 @@ fn row(name: &str, items: &[&Scored]) -> Row {
     lat.sort_by(f64::total_cmp);
     let pct = |p: f64| if lat.is_empty() { 0.0 } else { lat[((lat.len() - 1) as f64 * p).round() as usize] };
     let golds: Vec<bool> = items.iter().filter_map(|s| s.contains_gold()).collect();
+    let scores: Vec<(f64, f64)> = items.iter().filter_map(|s| s.answer_score()).collect();
+    let share = |f: &dyn Fn(&(f64, f64)) -> f64| {
+        (!scores.is_empty()).then(|| scores.iter().map(f).sum::<f64>() / scores.len() as f64)
+    };
     Row {
         name: name.to_string(),
         n,
@@ -260,7 +338,12 @@ fn row(name: &str, items: &[&Scored]) -> Row {
         perfect_retrieved: mean(&|s| if s.perfect_retrieved() { 1.0 } else { 0.0 }),
         contains_gold: (!golds.is_empty()).then(|| golds.iter().filter(|g| **g).count() as f64 / golds.len() as f64),
         abstained: mean(&|s| if s.abstained { 1.0 } else { 0.0 }),
+        em: share(&|s| s.0),
+        f1: share(&|s| s.1),
         recall: mean(&|s| s.recall(JUDGED)),
+        recall2: mean(&|s| s.recall(2)),
+        recall5: mean(&|s| s.recall(5)),
+        all_gold5: mean(&|s| if s.all_gold(5) { 1.0 } else { 0.0 }),
         mrr: mean(&|s| s.reciprocal_rank()),
         p50: pct(0.5),
         p95: pct(0.95),
@@ -336,14 +419,42 @@ pub fn render(scored: &[Scored], mode: &str) -> String {
     let mut out = format!(
         "mode: {mode}\n(perfect@8: final ranking, cited first; retrieved@8: retrieval order alone; gold: answers \
          containing the gold answer; abstain: answers saying the corpus has nothing)\n\
-         {:<11} {:>4} {:>10} {:>12} {:>9} {:>7} {:>6} {:>8} {:>8} {:>8}\n",
-        "subset", "n", "perfect@8", "retrieved@8", "recall@8", "MRR@10", "gold", "abstain", "p50 ms", "p95 ms"
+         {:<11} {:>4} {:>6} {:>6} {:>10} {:>12} {:>9} {:>9} {:>9} {:>8} {:>7} {:>6} {:>8} {:>8} {:>8}\n",
+        "subset",
+        "n",
+        "EM",
+        "F1",
+        "perfect@8",
+        "retrieved@8",
+        "recall@2",
+        "recall@5",
+        "recall@8",
+        "all@5",
+        "MRR@10",
+        "gold",
+        "abstain",
+        "p50 ms",
+        "p95 ms"
     );
+    let opt = |v: Option<f64>| v.map_or_else(|| "-".to_string(), |g| format!("{g:.3}"));
     for r in rows(scored) {
-        let gold = r.contains_gold.map_or_else(|| "-".to_string(), |g| format!("{g:.3}"));
         out.push_str(&format!(
-            "{:<11} {:>4} {:>10.3} {:>12.3} {:>9.3} {:>7.3} {:>6} {:>8.3} {:>8.1} {:>8.1}\n",
-            r.name, r.n, r.perfect, r.perfect_retrieved, r.recall, r.mrr, gold, r.abstained, r.p50, r.p95
+            "{:<11} {:>4} {:>6} {:>6} {:>10.3} {:>12.3} {:>9.3} {:>9.3} {:>9.3} {:>8.3} {:>7.3} {:>6} {:>8.3} {:>8.1} {:>8.1}\n",
+            r.name,
+            r.n,
+            opt(r.em),
+            opt(r.f1),
+            r.perfect,
+            r.perfect_retrieved,
+            r.recall2,
+            r.recall5,
+            r.recall,
+            r.all_gold5,
+            r.mrr,
+            opt(r.contains_gold),
+            r.abstained,
+            r.p50,
+            r.p95
         ));
     }
     let routes = route_rows(scored);
@@ -393,11 +504,11 @@ pub fn render(scored: &[Scored], mode: &str) -> String {
 pub fn to_json(scored: &[Scored], mode: &str) -> serde_json::Value {
     let subsets: Vec<_> = rows(scored)
         .into_iter()
-        .map(|r| json!({"subset": r.name, "n": r.n, "perfect_retrieval_at_8": r.perfect, "perfect_retrieval_at_8_retrieval_order": r.perfect_retrieved, "answer_contains_gold": r.contains_gold, "abstention_rate": r.abstained, "recall_at_8": r.recall, "mrr_at_10": r.mrr, "latency_p50_ms": r.p50, "latency_p95_ms": r.p95}))
+        .map(|r| json!({"subset": r.name, "n": r.n, "exact_match": r.em, "f1": r.f1, "recall_at_2": r.recall2, "recall_at_5": r.recall5, "all_gold_at_5": r.all_gold5, "perfect_retrieval_at_8": r.perfect, "perfect_retrieval_at_8_retrieval_order": r.perfect_retrieved, "answer_contains_gold": r.contains_gold, "abstention_rate": r.abstained, "recall_at_8": r.recall, "mrr_at_10": r.mrr, "latency_p50_ms": r.p50, "latency_p95_ms": r.p95}))
         .collect();
     let routes: Vec<_> = route_rows(scored)
         .into_iter()
-        .map(|r| json!({"route": r.name, "n": r.n, "perfect_retrieval_at_8": r.perfect, "latency_p50_ms": r.p50, "latency_p95_ms": r.p95}))
+        .map(|r| json!({"route": r.name, "n": r.n, "exact_match": r.em, "f1": r.f1, "recall_at_2": r.recall2, "recall_at_5": r.recall5, "all_gold_at_5": r.all_gold5, "perfect_retrieval_at_8": r.perfect, "latency_p50_ms": r.p50, "latency_p95_ms": r.p95}))
         .collect();
     let llm: Vec<_> = llm_rows(scored)
         .into_iter()
@@ -407,7 +518,7 @@ pub fn to_json(scored: &[Scored], mode: &str) -> serde_json::Value {
         .iter()
         .map(|s| {
             let route = s.route.map(|r| format!("{r:?}").to_lowercase());
-            json!({"id": s.question.id, "route": route, "perfect": s.perfect(), "perfect_retrieval_order": s.perfect_retrieved(), "missing": s.missing(), "ranked": s.judged(), "answer": s.answer, "contains_gold": s.contains_gold(), "abstained": s.abstained, "latency_ms": s.latency.as_secs_f64() * 1000.0, "llm": s.llm.as_ref().map(|l| json!({"calls": l.calls, "input_tokens": l.input_tokens, "output_tokens": l.output_tokens, "repairs": l.repairs, "fallbacks": l.fallbacks}))})
+            json!({"id": s.question.id, "route": route, "perfect": s.perfect(), "perfect_retrieval_order": s.perfect_retrieved(), "missing": s.missing(), "ranked": s.judged(), "answer": s.short.as_ref().or(s.answer.as_ref()), "answer_text": s.answer, "gold_answer": s.question.answer, "exact_match": s.answer_score().map(|x| x.0), "f1": s.answer_score().map(|x| x.1), "contains_gold": s.contains_gold(), "abstained": s.abstained, "latency_ms": s.latency.as_secs_f64() * 1000.0, "llm": s.llm.as_ref().map(|l| json!({"calls": l.calls, "input_tokens": l.input_tokens, "output_tokens": l.output_tokens, "repairs": l.repairs, "fallbacks": l.fallbacks}))})
         })
         .collect();
     json!({"mode": mode, "subsets": subsets, "routes": routes, "llm": llm, "questions": questions})
@@ -429,6 +540,7 @@ mod tests {
             ranked: ranked.iter().map(|s| s.to_string()).collect(),
             retrieved: ranked.iter().rev().map(|s| s.to_string()).collect(),
             answer: Some("He was born in Vienna, Austria [1].".into()),
+            short: None,
             abstained: false,
             latency: Duration::ZERO,
             route: Some(Route::Enhanced),
@@ -487,6 +599,27 @@ mod tests {
         assert_eq!(wrong.contains_gold(), Some(false), "a gold answer is matched as whole words");
         let none = Scored { answer: None, ..s };
         assert_eq!(none.contains_gold(), None);
+    }
+
+    #[test]
+    fn answers_are_scored_as_squad_scores_them() {
+        let cases: &[(&str, &str, f64, f64)] = &[
+            ("The Finnish Markka", "Finnish markka", 1.0, 1.0),
+            ("Montreal", "Montreal, Quebec", 0.0, 2.0 / 3.0),
+            ("yes", "no", 0.0, 0.0),
+            ("no", "no", 1.0, 1.0),
+            ("6,960", "6960", 1.0, 1.0),
+            ("Paris", "Vienna", 0.0, 0.0),
+        ];
+        for (predicted, gold, em, f1) in cases {
+            let (e, f) = answer_score(predicted, gold);
+            assert_eq!(e, *em, "{predicted} vs {gold}");
+            assert!((f - f1).abs() < 1e-9, "{predicted} vs {gold}: {f}");
+        }
+        let mut s = scored(&["A"], &["A"]);
+        assert_eq!(s.answer_score().map(|x| x.0), Some(0.0), "the whole answer when there is no short one");
+        s.short = Some("vienna".into());
+        assert_eq!(s.answer_score(), Some((1.0, 1.0)));
     }
 
     #[test]

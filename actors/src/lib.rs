@@ -24,6 +24,7 @@ pub mod lanes;
 pub mod llm;
 pub mod machine;
 pub mod node;
+pub mod reader;
 pub mod retrieval;
 pub mod runtime;
 pub mod secrets;

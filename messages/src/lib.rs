@@ -40,7 +40,7 @@ pub use loop_state::{
 };
 pub use plan::PlannerState;
 pub use report::{CheckOutcome, SufficiencyReport};
-pub use response::{AgentResponse, Citation, TerminationReason};
+pub use response::{AgentResponse, AnswerKind, Citation, ShortAnswer, TerminationReason};
 pub use result::{CacheStats, GraphPath, GraphResult, Hit, RetrievalResult};
 pub use step::{Action, ActionKind, ClarifyingQuestion, MAX_PARALLEL_ACTIONS, NextStep};
 

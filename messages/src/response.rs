@@ -58,6 +58,48 @@ impl TerminationReason {
     }
 }
 
+/// What a question asks for, and so what shape its short answer has.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AnswerKind {
+    Person,
+    Place,
+    Date,
+    Number,
+    /// Yes or no.
+    YesNo,
+    /// One of the things the question named ("X or Y?").
+    Choice,
+    /// A named thing of another kind: a film, a company, an award.
+    Entity,
+    /// A short phrase: a cause, a reason, a description.
+    Phrase,
+}
+
+impl AnswerKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            AnswerKind::Person => "person",
+            AnswerKind::Place => "place",
+            AnswerKind::Date => "date",
+            AnswerKind::Number => "number",
+            AnswerKind::YesNo => "yes_no",
+            AnswerKind::Choice => "choice",
+            AnswerKind::Entity => "entity",
+            AnswerKind::Phrase => "phrase",
+        }
+    }
+}
+
+/// The short answer a reply leads with: `text` as read from the evidence, and the `[n]` of the response's
+/// citations that support it (never empty: an answer nothing supports is not given).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ShortAnswer {
+    pub text: String,
+    pub kind: AnswerKind,
+    pub citations: Vec<u32>,
+}
+
 /// `[n]` in the answer is the `n`-th source it cites, numbered by first appearance; `card` is the number of the
 /// loop state's card it names. Both are checked, never trusted.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -73,7 +115,12 @@ pub struct Citation {
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct AgentResponse {
+    /// The whole reply: the short answer first when there is one, then its supporting sentences, each cited.
     pub answer: String,
+    /// The answer itself (an entity, a date, a number, yes or no, or a short phrase) and the citations that support
+    /// it. Absent when the loop abstained, asked back, or found nothing it could read an answer from.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub short_answer: Option<ShortAnswer>,
     #[serde(default)]
     pub source_entities: Vec<EntityRef>,
     #[serde(default)]

@@ -8,7 +8,7 @@ pub const STEP: &str = include_str!("../../prompts/step.v1.md");
 /// Judges sufficiency (`SufficiencyReport`, seed 002 §6 reflect).
 pub const REFLECT: &str = include_str!("../../prompts/reflect.v1.md");
 /// Writes the cited answer (seed 002 §6 synthesize).
-pub const SYNTHESIZE: &str = include_str!("../../prompts/synthesize.v1.md");
+pub const SYNTHESIZE: &str = include_str!("../../prompts/synthesize.v2.md");
 /// Rewrites a conversation's follow-up into a self-contained question (`QueryRewrite`, seed 001 §1).
 pub const REWRITE: &str = include_str!("../../prompts/rewrite.v2.md");
 /// Sent back with a rejected reply; `{{problem}}` is replaced by what was wrong.

@@ -95,9 +95,41 @@ pub fn extract_json(text: &str) -> &str {
     }
 }
 
+/// The reply with raw control characters inside its strings escaped: small models write a line break inside a
+/// JSON string as a real one, which JSON forbids but whose meaning is plain.
+pub fn escape_controls_in_strings(json: &str) -> std::borrow::Cow<'_, str> {
+    if !json.chars().any(|c| c.is_control()) {
+        return std::borrow::Cow::Borrowed(json);
+    }
+    let (mut out, mut in_string, mut escaped) = (String::with_capacity(json.len() + 16), false, false);
+    for c in json.chars() {
+        match c {
+            _ if escaped => {
+                escaped = false;
+                out.push(c);
+            }
+            '\\' if in_string => {
+                escaped = true;
+                out.push(c);
+            }
+            '"' => {
+                in_string = !in_string;
+                out.push(c);
+            }
+            '\n' if in_string => out.push_str("\\n"),
+            '\r' if in_string => out.push_str("\\r"),
+            '\t' if in_string => out.push_str("\\t"),
+            c if in_string && c.is_control() => out.push_str(&format!("\\u{:04x}", c as u32)),
+            c => out.push(c),
+        }
+    }
+    std::borrow::Cow::Owned(out)
+}
+
 /// Parses and checks one reply.
 pub fn parse<T: StructuredSpec>(text: &str, extra: &(dyn Fn(&T) -> Result<(), String> + Sync)) -> Result<T, String> {
-    let json = extract_json(text);
+    let json = escape_controls_in_strings(extract_json(text));
+    let json = json.as_ref();
     let value: T = serde_json::from_str(json).map_err(|e| {
         if serde_json::from_str::<Value>(json).is_err() {
             format!("the reply is not valid JSON ({e})")
@@ -152,6 +184,16 @@ pub async fn ask<T: StructuredSpec>(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_raw_line_break_inside_a_string_is_read_as_an_escaped_one() {
+        let reply = "{\"goal\": \"find\nLuffy\", \"n\": 1}\n";
+        let fixed = escape_controls_in_strings(reply);
+        let value: Value = serde_json::from_str(&fixed).expect("repaired");
+        assert_eq!(value["goal"], "find\nLuffy");
+        let clean = "{\n  \"a\": \"b\\\"c\"\n}";
+        assert_eq!(escape_controls_in_strings(clean), clean, "line breaks between tokens stay");
+    }
 
     #[test]
     fn the_next_step_schema_names_every_action() {

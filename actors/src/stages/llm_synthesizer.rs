@@ -10,13 +10,33 @@ use sleuth_messages::{AgentResponse, Card, LoopState, Stage, TerminationReason, 
 
 use super::{
     StageLogic,
-    synthesizer::{cited_numbers, cited_response, synthesize, verify_citations},
+    synthesizer::{cited_numbers, cited_response, synthesize, verify_citations, with_short_answer},
 };
 use crate::{
     entity_types::KnownTypes,
     llm::{Agent, LlmAgent, Usage, agent::charge, prompts, structured::StructuredSpec},
-    machine, telemetry, text,
+    machine,
+    reader::{self, Reading},
+    telemetry, text,
 };
+
+/// Longest short answer a draft may give.
+const MAX_SHORT_WORDS: usize = 12;
+
+/// The cards among `cited` whose text supports `short`: every word of it that is not a function word appears in
+/// the card. "yes" and "no" are supported by whatever the draft cites.
+pub fn supporting<'a>(short: &str, cited: &[&'a Card]) -> Vec<&'a Card> {
+    let words: Vec<String> = text::content_words(short);
+    let polar = matches!(reader::fold(short).as_str(), "yes" | "no");
+    cited
+        .iter()
+        .copied()
+        .filter(|card| {
+            let have = text::tokens(&card.hit.text);
+            polar || (!words.is_empty() && words.iter().all(|w| have.contains(w)))
+        })
+        .collect()
+}
 
 /// Seed 002 §10's words for an answer reached without the LLM's full help.
 pub const DEGRADED_NOTE: &str = "Search capabilities were limited; answer is based on partial information.";
@@ -24,6 +44,10 @@ pub const DEGRADED_NOTE: &str = "Search capabilities were limited; answer is bas
 /// What the model writes; the runtime adds citations, entities and evidence.
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
 pub struct DraftAnswer {
+    /// The answer itself in a few words, as a document writes it: a name, a date, a number, yes or no, or a short
+    /// phrase. No citation marks.
+    #[serde(default)]
+    pub short_answer: Option<String>,
     /// The answer, with `[n]` after each claim naming the document it comes from.
     pub answer: String,
     /// 0 to 1.
@@ -39,6 +63,14 @@ impl StructuredSpec for DraftAnswer {
         }
         if !(0.0..=1.0).contains(&self.confidence) {
             return Err(format!("confidence must be between 0 and 1, not {}", self.confidence));
+        }
+        if let Some(short) = &self.short_answer
+            && short.split_whitespace().count() > MAX_SHORT_WORDS
+        {
+            return Err(format!(
+                "short_answer has {} words; give the answer alone in at most {MAX_SHORT_WORDS} words",
+                short.split_whitespace().count()
+            ));
         }
         Ok(())
     }
@@ -66,9 +98,19 @@ impl StageLogic for LlmSynthesizer {
         let abstained = response.warnings.iter().any(|w| w == super::synthesizer::NO_EVIDENCE);
         if !abstained && reason != TerminationReason::Clarification {
             let cites_a_card = |d: &DraftAnswer| -> Result<(), String> {
-                let known = cited_numbers(&d.answer).into_iter().any(|n| state.cards.iter().any(|c| c.n == n));
-                if !known {
+                let cited: Vec<&Card> = cited_numbers(&d.answer)
+                    .into_iter()
+                    .filter_map(|n| state.cards.iter().find(|c| c.n == n))
+                    .collect();
+                if cited.is_empty() {
                     return Err("the answer cites none of the numbered documents; cite each claim as [n]".into());
+                }
+                if let Some(short) = d.short_answer.as_deref().filter(|s| !s.trim().is_empty())
+                    && supporting(short, &cited).is_empty()
+                {
+                    return Err(format!(
+                        "the short_answer \"{short}\" is not written in any document the answer cites; give the answer as a cited document writes it"
+                    ));
                 }
                 about_the_question(state, &d.answer)
             };
@@ -97,15 +139,28 @@ impl StageLogic for LlmSynthesizer {
 /// entities and graph evidence kept.
 fn written(state: &LoopState, base: AgentResponse, draft: DraftAnswer, reason: TerminationReason) -> AgentResponse {
     let (mut answer, removed) = verify_citations(&draft.answer, &state.cards);
+    let cited: Vec<&Card> =
+        cited_numbers(&answer).into_iter().filter_map(|n| state.cards.iter().find(|c| c.n == n)).collect();
+    // The short answer leads, cited by the cards the draft cites that write it (checked before it was accepted).
+    let reading = draft.short_answer.as_deref().map(str::trim).filter(|s| !s.is_empty()).and_then(|short| {
+        let cards = supporting(short, &cited);
+        (!cards.is_empty()).then(|| Reading {
+            text: short.trim_end_matches('.').to_string(),
+            kind: reader::asked::asked(&state.analysis.rewritten).kind,
+            cards,
+        })
+    });
+    if let Some(r) = &reading {
+        let marks: String = r.cards.iter().map(|c| format!("[{}]", c.n)).collect();
+        answer = format!("{} {marks}. {answer}", r.text);
+    }
     if reason.is_cap() {
         answer = format!("Best available answer (stopped early: {}). {answer}", reason.as_str());
     }
-    let cited: Vec<&Card> =
-        cited_numbers(&answer).into_iter().filter_map(|n| state.cards.iter().find(|c| c.n == n)).collect();
     let mut evidence = base.evidence.clone();
     evidence.insert("synthesis".into(), "llm".into());
     evidence.insert("citations_removed".into(), removed.into());
-    let mut response = cited_response(state, &answer, &cited, evidence, reason);
+    let mut response = with_short_answer(cited_response(state, &answer, &cited, evidence, reason), reading.as_ref());
     if response.evidence.contains_key("paths") {
         // An entity answer: the graph's chain names the entities, not the cards the model happened to cite.
         response.source_entities = base.source_entities;

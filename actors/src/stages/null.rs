@@ -71,6 +71,7 @@ impl StageLogic for NullWork {
                 let ids: Vec<&str> = state.cards.iter().map(|c| c.hit.id.as_str()).collect();
                 let response = AgentResponse {
                     answer: ids.join(" "),
+                    short_answer: None,
                     source_entities: vec![],
                     result_entities: vec![],
                     evidence: Default::default(),

@@ -7,11 +7,18 @@ use std::sync::LazyLock;
 use async_trait::async_trait;
 use regex::Regex;
 use sleuth_messages::{
-    Action, AgentResponse, Card, Citation, EntityRef, JsonMap, LoopState, Stage, TerminationReason, WorkItem,
+    Action, AgentResponse, Card, Citation, EntityRef, JsonMap, LoopState, ShortAnswer, Stage, TerminationReason,
+    WorkItem,
 };
 
 use super::{StageLogic, entity_answer::EntityAnswer};
-use crate::{entity_types::KnownTypes, machine, retrieval::entities, telemetry, text};
+use crate::{
+    entity_types::KnownTypes,
+    machine,
+    reader::{self, Reading},
+    retrieval::entities,
+    telemetry, text,
+};
 
 /// The warning an answer carries when the corpus has nothing that answers the question.
 pub const NO_EVIDENCE: &str = "NO_EVIDENCE";
@@ -100,13 +107,13 @@ pub fn synthesize(state: &LoopState, types: &crate::entity_types::EntityTypes) -
     {
         return cited_response(state, &format!("{} [{}]", card.hit.text, card.n), &[card], evidence, reason);
     }
-    if let Some(found) = super::entity_answer::entity_answer(state, types) {
-        return entity_response(state, found, evidence, reason);
-    }
-
-    // Only the head of the final ranking is quoted: the answer rests on the best evidence, and what it cites is
-    // what the request reports as its best passages.
+    // Only the head of the final ranking is read and quoted: the answer rests on the best evidence, and what it
+    // cites is what the request reports as its best passages.
     let window: Vec<&Card> = super::ranking::ranking(state).into_iter().take(super::ranking::ANSWER_WINDOW).collect();
+    if let Some(found) = super::entity_answer::entity_answer(state, types) {
+        let reading = read(state, &window);
+        return with_short_answer(entity_response(state, found, reading.as_ref(), evidence, reason), reading.as_ref());
+    }
     let uncovered = super::coverage::uncovered(state, &window);
     if !uncovered.is_empty() {
         evidence.insert("uncovered".into(), uncovered.clone().into());
@@ -164,24 +171,64 @@ pub fn synthesize(state: &LoopState, types: &crate::entity_types::EntityTypes) -
     }
     best.sort_by_key(|(_, card, _)| card.n);
 
+    let reading = read(state, &window);
     let mut answer = String::new();
     if reason.is_cap() {
         answer.push_str(&format!("Best available answer (stopped early: {}). ", reason.as_str()));
     }
     let mut cited: Vec<&Card> = Vec::new();
+    lead_with(&mut answer, &mut cited, reading.as_ref());
     for (_, card, sentence) in &best {
         answer.push_str(&format!("{} [{}] ", sentence.trim(), card.n));
         if !cited.iter().any(|c| c.n == card.n) {
             cited.push(card);
         }
     }
-    cited_response(state, answer.trim(), &cited, evidence, reason)
+    with_short_answer(cited_response(state, answer.trim(), &cited, evidence, reason), reading.as_ref())
 }
 
-/// The answer to an entity question: the graph's statements and the entities' descriptions, each cited.
-fn entity_response(
-    state: &LoopState,
-    found: EntityAnswer<'_>,
+/// The deterministic reader's answer to the request's question, from the final ranking's head.
+fn read<'a>(state: &LoopState, window: &[&'a Card]) -> Option<Reading<'a>> {
+    let question = match state.analysis.rewritten.trim() {
+        "" => &state.analysis.normalized,
+        rewritten => rewritten,
+    };
+    reader::read(question, window, super::bridge::chain_links(state))
+}
+
+/// Puts the short answer first, cited by the cards that support it: "One Piece [15]."
+fn lead_with<'a>(answer: &mut String, cited: &mut Vec<&'a Card>, reading: Option<&Reading<'a>>) {
+    let Some(reading) = reading else { return };
+    let marks: String = reading.cards.iter().map(|c| format!("[{}]", c.n)).collect();
+    answer.push_str(&format!("{} {marks}. ", reading.text.trim_end_matches('.')));
+    for card in &reading.cards {
+        if !cited.iter().any(|c| c.n == card.n) {
+            cited.push(card);
+        }
+    }
+}
+
+/// Records the short answer on a response, its citations renumbered as the response's are.
+pub(crate) fn with_short_answer(mut response: AgentResponse, reading: Option<&Reading<'_>>) -> AgentResponse {
+    if let Some(reading) = reading {
+        let citations: Vec<u32> = reading
+            .cards
+            .iter()
+            .filter_map(|card| response.citations.iter().find(|c| c.card == card.n).map(|c| c.n))
+            .collect();
+        if !citations.is_empty() {
+            response.short_answer = Some(ShortAnswer { text: reading.text.clone(), kind: reading.kind, citations });
+        }
+    }
+    response
+}
+
+/// The answer to an entity question: the graph's statements and the entities' descriptions, each cited, after
+/// the short answer when the reader found one.
+fn entity_response<'a>(
+    state: &'a LoopState,
+    found: EntityAnswer<'a>,
+    reading: Option<&Reading<'a>>,
     mut evidence: JsonMap,
     reason: TerminationReason,
 ) -> AgentResponse {
@@ -190,6 +237,7 @@ fn entity_response(
         answer.push_str(&format!("Best available answer (stopped early: {}). ", reason.as_str()));
     }
     let mut cited: Vec<&Card> = Vec::new();
+    lead_with(&mut answer, &mut cited, reading);
     for sentence in &found.sentences {
         match sentence.card {
             Some(card) => {
@@ -289,6 +337,7 @@ fn response(
 ) -> AgentResponse {
     AgentResponse {
         answer,
+        short_answer: None,
         result_entities: Vec::new(),
         source_entities: Vec::new(),
         evidence,

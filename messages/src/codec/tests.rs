@@ -12,7 +12,7 @@ use crate::{
     intent::{EntityRef, EntityType, GraphIntent, GraphLimits, GraphQueryType, SearchIntent},
     loop_state::{ActionOutcome, ActionResult, Caps, Card, Counters, LlmSpend, LoopState, Outcome, Phase, TurnRecord},
     report::SufficiencyReport,
-    response::{AgentResponse, Citation, TerminationReason},
+    response::{AgentResponse, AnswerKind, Citation, ShortAnswer, TerminationReason},
     result::{GraphPath, GraphResult, Hit, RetrievalResult},
     step::{Action, NextStep},
 };
@@ -154,6 +154,7 @@ fn sample_state() -> LoopState {
         degraded: vec![],
         outcome: Some(Outcome::Answer(AgentResponse {
             answer: "Luffy [1]".into(),
+            short_answer: None,
             source_entities: vec![],
             result_entities: vec![],
             evidence: JsonMap::new(),
@@ -183,6 +184,34 @@ fn loop_state_round_trips_in_both_encodings() {
         assert_eq!(back, state);
     }
 }
+
+#[test]
+fn short_answer_golden_bytes_do_not_drift() {
+    // Additive: an answer without a short answer writes no key for it (the state above decodes as before), and one
+    // with it carries the answer, its kind and its citations by name, in both encodings.
+    let short = ShortAnswer { text: "One Piece".into(), kind: AnswerKind::Entity, citations: vec![1] };
+    let hex: String = encode(&short, Encoding::MsgPack).unwrap().iter().map(|b| format!("{b:02x}")).collect();
+    assert_eq!(hex, GOLDEN_SHORT_ANSWER);
+    assert_eq!(
+        String::from_utf8(encode(&short, Encoding::Json).unwrap()).unwrap(),
+        r#"{"text":"One Piece","kind":"entity","citations":[1]}"#
+    );
+    let mut state = sample_state();
+    let bytes = encode(&state, Encoding::MsgPack).unwrap();
+    assert!(!String::from_utf8_lossy(&bytes).contains("short_answer"));
+    if let Some(Outcome::Answer(a)) = &mut state.outcome {
+        a.short_answer = Some(short);
+    }
+    for encoding in [Encoding::MsgPack, Encoding::Json] {
+        let bytes = encode(&state, encoding).unwrap();
+        assert_eq!(decode::<LoopState>(&bytes).unwrap().0, state);
+    }
+    let json = br#"{"text":"yes","kind":"yes_no","citations":[1,2]}"#;
+    assert_eq!(decode::<ShortAnswer>(json).unwrap().0.kind, AnswerKind::YesNo);
+}
+
+// Cross-checked with Python's msgpack: packb({"text": "One Piece", "kind": "entity", "citations": [1]}).
+const GOLDEN_SHORT_ANSWER: &str = "83a474657874a94f6e65205069656365a46b696e64a6656e74697479a96369746174696f6e739101";
 
 #[test]
 fn work_item_golden_bytes_do_not_drift() {

@@ -1,0 +1,355 @@
+//! What a question asks for, read from its wording alone: the kind of answer (a person, place, date, number,
+//! yes/no, one of two named things, an entity, a phrase), the two options of a choice, the order a comparison
+//! wants, and the question's own words that an answer's sentence should sit near.
+
+use std::sync::LazyLock;
+
+use regex::Regex;
+use sleuth_messages::AnswerKind;
+
+use crate::text;
+
+/// Which end of a comparison wins.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Order {
+    /// The earliest date or the smallest value: "first", "older", "earlier".
+    Least,
+    /// The latest date or the largest value: "later", "younger", "most recent".
+    Most,
+}
+
+/// What is compared in a choice or a "same" question.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Asked {
+    pub kind: AnswerKind,
+    /// For a choice: the two things named ("X or Y"); for a yes/no question about two things: both.
+    pub options: Vec<String>,
+    /// The order a choice wants, when it compares dates or amounts.
+    pub order: Option<Order>,
+    /// The comparison is of life spans ("lived longer").
+    pub lifespan: bool,
+    /// A yes/no question that asks whether two things share something ("the same country").
+    pub same: Option<String>,
+    /// The question's content words that are not part of a name it gives: the relation it asks about.
+    pub cues: Vec<String>,
+    /// The question's own words, lowercased, so an answer that repeats the question can be told apart.
+    pub words: Vec<String>,
+    /// The noun after "what"/"which" ("what company"), when there is one.
+    pub noun: Option<String>,
+}
+
+const AUXILIARIES: &[&str] =
+    &["is", "are", "was", "were", "do", "does", "did", "has", "have", "had", "can", "could", "will", "would", "should"];
+
+/// Nouns that name places, dates and people; an English vocabulary, not any data set's relation names.
+const PLACE_NOUNS: &[&str] = &[
+    "city",
+    "country",
+    "state",
+    "county",
+    "town",
+    "village",
+    "place",
+    "region",
+    "river",
+    "continent",
+    "island",
+    "province",
+    "location",
+    "nation",
+    "area",
+    "district",
+    "capital",
+    "municipality",
+    "borough",
+    "lake",
+    "sea",
+    "ocean",
+    "mountain",
+    "street",
+    "neighborhood",
+    "territory",
+    "body of water",
+];
+const DATE_NOUNS: &[&str] = &["year", "date", "century", "decade", "month", "day", "era", "period", "time"];
+const PERSON_NOUNS: &[&str] = &[
+    "person",
+    "man",
+    "woman",
+    "actor",
+    "actress",
+    "singer",
+    "director",
+    "writer",
+    "author",
+    "player",
+    "king",
+    "queen",
+    "president",
+    "politician",
+    "musician",
+    "artist",
+    "composer",
+    "producer",
+    "member",
+    "leader",
+    "father",
+    "mother",
+    "son",
+    "daughter",
+    "husband",
+    "wife",
+    "brother",
+    "sister",
+    "founder",
+    "owner",
+    "coach",
+    "poet",
+    "painter",
+    "scientist",
+    "athlete",
+    "footballer",
+    "performer",
+    "character",
+    "emperor",
+    "prince",
+    "princess",
+    "spouse",
+    "child",
+    "parent",
+    "grandfather",
+    "grandmother",
+    "uncle",
+    "aunt",
+    "rapper",
+    "band member",
+    "minister",
+];
+const NUMBER_CUES: &[&str] = &["how many", "how much", "how old", "how long", "how tall", "how far", "how large"];
+const NUMBER_NOUNS: &[&str] = &["number", "population", "percentage", "amount", "age", "size", "height", "length"];
+
+/// Words that say a comparison wants the earliest or smallest.
+const LEAST: &[&str] = &[
+    "first", "earlier", "earliest", "older", "oldest", "before", "sooner", "smaller", "smallest", "fewer", "less",
+    "least", "shorter", "shortest", "lower",
+];
+/// Words that say a comparison wants the latest or largest.
+const MOST: &[&str] = &[
+    "later", "last", "latest", "younger", "youngest", "recent", "recently", "after", "larger", "largest", "bigger",
+    "biggest", "more", "most", "longer", "longest", "taller", "tallest", "higher", "highest", "newer", "newest",
+];
+
+static CHOICE: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"(?i),\s*(.+?)\s+or\s+(.+?)\s*[?.!]*\s*$").expect("static regex"));
+static AMONG: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"(?i)\b(?:out of|between|among)\s+(.+?)\s+(?:and|or)\s+(.+?)\s*[?.!]*\s*$").expect("static regex")
+});
+static SAME: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"(?i)\b(?:the\s+)?same\s+([a-z]+(?:\s+of\s+[a-z]+)?)").expect("static regex"));
+static PAIR: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"(?i)^(?:is|are|was|were|do|does|did|has|have|had)\s+(?:both\s+)?(.+?)\s+and\s+(.+?)(?:\s+(?:both|each|located|from|of|in|the|a|an|considered|known|based|found|part|members?|founded|directed|born|same|related|people)\b.*)?\s*[?.!]*$")
+        .expect("static regex")
+});
+
+fn has_phrase(q: &str, phrase: &str) -> bool {
+    text::mentions(q, phrase)
+}
+
+fn first_word(q: &str) -> String {
+    q.split_whitespace().next().unwrap_or("").to_lowercase()
+}
+
+/// The noun right after "what"/"which" (skipping an adjective or two is left to the caller's list lookups).
+fn wh_noun(lower: &str) -> Option<String> {
+    let words: Vec<&str> = lower.split(|c: char| !c.is_alphanumeric()).filter(|w| !w.is_empty()).collect();
+    let at = words.iter().position(|w| *w == "what" || *w == "which")?;
+    // "What is the place of birth of …" asks for a place: the noun after an auxiliary and a determiner counts.
+    let next = words[at + 1..].iter().take(3).find(|w| !AUXILIARIES.contains(w) && !["the", "a", "an"].contains(w))?;
+    (*next != "of").then(|| next.to_string())
+}
+
+fn kind_of_noun(noun: &str) -> Option<AnswerKind> {
+    if PLACE_NOUNS.contains(&noun) {
+        Some(AnswerKind::Place)
+    } else if DATE_NOUNS.contains(&noun) {
+        Some(AnswerKind::Date)
+    } else if PERSON_NOUNS.contains(&noun) {
+        Some(AnswerKind::Person)
+    } else if NUMBER_NOUNS.contains(&noun) {
+        Some(AnswerKind::Number)
+    } else {
+        None
+    }
+}
+
+fn order_of(words: &[String]) -> Option<Order> {
+    // The last comparative word decides ("born first" vs "the first film … released later").
+    words.iter().rev().find_map(|w| {
+        if LEAST.contains(&w.as_str()) {
+            Some(Order::Least)
+        } else if MOST.contains(&w.as_str()) {
+            Some(Order::Most)
+        } else {
+            None
+        }
+    })
+}
+
+fn clean_option(s: &str) -> String {
+    s.trim().trim_matches(|c: char| c == '"' || c == '\'' || c == '?' || c == '.' || c == ',').trim().to_string()
+}
+
+/// Reads what `question` asks for.
+pub fn asked(question: &str) -> Asked {
+    let q = question.trim();
+    let lower = q.to_lowercase();
+    let words = text::tokens(q);
+    let first = first_word(q);
+    let names = text::name_spans(q);
+    let name_words: Vec<String> = names.iter().flat_map(|n| text::tokens(n)).collect();
+    let cues: Vec<String> = text::content_words(q)
+        .into_iter()
+        .filter(|w| !name_words.contains(w) && !LEAST.contains(&w.as_str()) && !MOST.contains(&w.as_str()))
+        .collect();
+    let noun = wh_noun(&lower);
+    let lifespan = has_phrase(&lower, "lived longer") || has_phrase(&lower, "live longer");
+    let order = order_of(&words);
+    let mut out = Asked {
+        kind: AnswerKind::Entity,
+        options: Vec::new(),
+        order,
+        lifespan,
+        same: None,
+        cues,
+        words: words.clone(),
+        noun: noun.clone(),
+    };
+
+    // A choice between two named things: "Which film came out first, X or Y?"
+    let wh_start = ["which", "who", "what", "whose", "whom"].contains(&first.as_str());
+    if let Some(c) = CHOICE.captures(q)
+        && (wh_start || AUXILIARIES.contains(&first.as_str()))
+    {
+        out.kind = AnswerKind::Choice;
+        out.options = vec![clean_option(&c[1]), clean_option(&c[2])];
+        return out;
+    }
+    // "Who was born first out of X and Y?"
+    if let Some(c) = AMONG.captures(q)
+        && wh_start
+        && order.is_some()
+    {
+        out.kind = AnswerKind::Choice;
+        out.options = vec![clean_option(&c[1]), clean_option(&c[2])];
+        return out;
+    }
+    if AUXILIARIES.contains(&first.as_str()) {
+        out.kind = AnswerKind::YesNo;
+        out.same = SAME.captures(&lower).map(|c| c[1].to_string());
+        if let Some(c) = PAIR.captures(q) {
+            out.options = vec![clean_option(&c[1]), clean_option(&c[2])];
+        } else if names.len() >= 2 {
+            out.options = names[..2].to_vec();
+        }
+        return out;
+    }
+    // "Who is older, X or Y" without a comma: two names joined by "or".
+    if wh_start && names.len() >= 2 && lower.contains(" or ") && order.is_some() {
+        out.kind = AnswerKind::Choice;
+        out.options = names[names.len() - 2..].to_vec();
+        return out;
+    }
+
+    // The question's words outside the names it gives: "When The Stars Go Blue" asks no date.
+    let plain: Vec<String> = words.iter().filter(|w| !name_words.contains(w)).cloned().collect();
+    // "In which city …", "From whom …": the question word after a leading preposition.
+    let lead = match first.as_str() {
+        "in" | "on" | "at" | "from" | "during" | "by" | "to" | "for" | "with" => {
+            words.get(1).cloned().unwrap_or_default()
+        }
+        _ => first.clone(),
+    };
+    out.kind = if NUMBER_CUES.iter().any(|c| lower.starts_with(c) || has_phrase(&lower, c)) {
+        AnswerKind::Number
+    } else if first == "when"
+        || has_phrase(&lower, "what year")
+        || has_phrase(&lower, "which year")
+        || has_phrase(&lower, "what date")
+    {
+        AnswerKind::Date
+    } else if first == "why" || has_phrase(&lower, "cause of death") || has_phrase(&lower, "how did") {
+        AnswerKind::Phrase
+    } else if first == "where" {
+        AnswerKind::Place
+    } else if let Some(kind) = noun.as_deref().and_then(kind_of_noun) {
+        kind
+    } else if ["who", "whom"].contains(&first.as_str()) || lower.contains(" whom ") || lower.starts_with("to whom") {
+        AnswerKind::Person
+    } else if let Some(kind) = ["what", "which", "who", "where", "when"]
+        .iter()
+        .filter_map(|w| plain.iter().position(|t| t == w))
+        .min()
+        .and_then(|at| plain.get(at + 1))
+        .and_then(|n| kind_of_noun(n))
+    {
+        kind
+    } else if lead == "who" || lead == "whom" {
+        AnswerKind::Person
+    } else if lead == "where" {
+        AnswerKind::Place
+    } else if lead == "when" {
+        AnswerKind::Date
+    } else {
+        AnswerKind::Entity
+    };
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_kind_of_answer_follows_the_question_word() {
+        let cases: &[(&str, AnswerKind)] = &[
+            ("Which anime is Luffy in?", AnswerKind::Entity),
+            ("Who directed Spirited Away?", AnswerKind::Person),
+            ("Where was the director of Alien born?", AnswerKind::Place),
+            ("When did the composer of Aida die?", AnswerKind::Date),
+            ("What year was Toyota founded?", AnswerKind::Date),
+            ("How many moons does Mars have?", AnswerKind::Number),
+            ("Why did John Keats die?", AnswerKind::Phrase),
+            ("In what city is the Louvre?", AnswerKind::Place),
+            ("Are Paris and Lyon in the same country?", AnswerKind::YesNo),
+            ("Which film came out first, Alien or Aliens?", AnswerKind::Choice),
+            ("Who was born first, Ada Lovelace or Charles Babbage?", AnswerKind::Choice),
+            ("The band was formed in what year?", AnswerKind::Date),
+        ];
+        for (question, kind) in cases {
+            assert_eq!(asked(question).kind, *kind, "{question}");
+        }
+    }
+
+    #[test]
+    fn a_choice_names_its_options_and_its_order() {
+        let a = asked("Which film has the director who was born later, Playing It Wild or The Heart Of Doreon?");
+        assert_eq!(a.options, ["Playing It Wild", "The Heart Of Doreon"]);
+        assert_eq!(a.order, Some(Order::Most));
+        let among = asked("Who was born first out of Ada Lovelace and Charles Babbage?");
+        assert_eq!(among.options, ["Ada Lovelace", "Charles Babbage"]);
+        assert_eq!(among.kind, AnswerKind::Choice);
+        let b = asked("Who lived longer, Ada Lovelace or Charles Babbage?");
+        assert!(b.lifespan);
+        assert_eq!(asked("Which came first, A or B?").order, Some(Order::Least));
+    }
+
+    #[test]
+    fn a_yes_no_question_names_what_it_compares() {
+        let a = asked("Are Vasilyevsky Island and Kotlin Island located in the same country?");
+        assert_eq!(a.same.as_deref(), Some("country"));
+        assert_eq!(a.options, ["Vasilyevsky Island", "Kotlin Island"]);
+        let b = asked("Are Christopher Nolan and Sofia Coppola both film directors?");
+        assert_eq!(b.options, ["Christopher Nolan", "Sofia Coppola"]);
+        assert_eq!(b.same, None);
+    }
+}

@@ -1,0 +1,405 @@
+//! The deterministic reader: the short answer to a question, read from the cited evidence. It asks what the
+//! question wants ([`asked`]), gathers the spans of that shape from the evidence's sentences ([`spans`]), and
+//! scores each by the question's own words near it, by how far along the chain of documents it sits, and by how
+//! often the evidence gives it. Comparisons and yes/no questions are decided from the compared values
+//! ([`compare`]). Nothing here knows a data set: no relation phrasings, no per-corpus switches.
+
+pub mod asked;
+mod compare;
+pub mod spans;
+
+use sleuth_messages::{AnswerKind, Card};
+
+use self::{
+    asked::Asked,
+    spans::{Shape, Span},
+};
+use crate::text;
+
+/// The short answer and the cards that support it (at least one).
+#[derive(Debug, Clone)]
+pub struct Reading<'a> {
+    pub text: String,
+    pub kind: AnswerKind,
+    pub cards: Vec<&'a Card>,
+}
+
+/// Reads the answer to `question` from `window` (the final ranking's head, best first). `links` is how many
+/// chain links the question has ("the director of X" has one). `None` when no span of the asked shape is near
+/// anything the question says.
+pub fn read<'a>(question: &str, window: &[&'a Card], links: usize) -> Option<Reading<'a>> {
+    if window.is_empty() {
+        return None;
+    }
+    let a = asked::asked(question);
+    match a.kind {
+        AnswerKind::Choice => compare::choose(&a, window),
+        AnswerKind::YesNo => compare::yes_no(&a, window),
+        _ => extract(&a, question, window, links),
+    }
+}
+
+/// True when a sentence word matches a question word: the same stem, or one a prefix of the other.
+pub(crate) fn same_word(word: &str, cue: &str) -> bool {
+    if word == cue || text::stem(word) == text::stem(cue) {
+        return true;
+    }
+    let (short, long) = if word.len() < cue.len() { (word, cue) } else { (cue, word) };
+    short.len() >= 3 && long.starts_with(short) && long.len() - short.len() <= 3
+}
+
+/// Byte offsets of the question's cue words in a sentence.
+fn cue_positions(sentence: &str, cues: &[String]) -> Vec<(usize, usize)> {
+    let mut out = Vec::new();
+    let mut offset = 0;
+    for word in sentence.split_inclusive(|c: char| !c.is_alphanumeric()) {
+        let at = offset;
+        offset += word.len();
+        let w = word.trim_matches(|c: char| !c.is_alphanumeric()).to_lowercase();
+        if w.is_empty() {
+            continue;
+        }
+        if let Some(i) = cues.iter().position(|c| same_word(&w, c)) {
+            out.push((at, i));
+        }
+    }
+    out
+}
+
+/// How many hops from the question each card is: 0 for a card the question names, then one more for each card
+/// named in a card one hop nearer. Cards nothing reaches are `None`.
+pub(crate) fn depths(question: &str, window: &[&Card]) -> Vec<Option<usize>> {
+    // A card the question names is one whose title is a name the question gives, not one that only shares its
+    // common words ("Place of birth").
+    let names = text::name_spans(question);
+    let named = |title: &str| {
+        !title.is_empty()
+            && text::mentions(question, title)
+            && names.iter().any(|n| text::mentions(n, title) || text::mentions(title, n))
+    };
+    let mut depth: Vec<Option<usize>> = window.iter().map(|c| named(subject(&c.hit.title)).then_some(0)).collect();
+    for d in 0..4 {
+        let from: Vec<usize> = (0..window.len()).filter(|i| depth[*i] == Some(d)).collect();
+        for j in 0..window.len() {
+            if depth[j].is_none()
+                && from.iter().any(|i| *i != j && text::mentions(&window[*i].hit.text, subject(&window[j].hit.title)))
+            {
+                depth[j] = Some(d + 1);
+            }
+        }
+    }
+    depth
+}
+
+/// How near, in words, a mention of `name` in `text` sits to one of the question's cue words: "music composed by
+/// Stephen Warbeck" links the film to its composer more closely than "written by Lee Hall" does.
+fn link_distance(text: &str, name: &str, cues: &[String]) -> Option<usize> {
+    let words = text::tokens(text);
+    let name = text::tokens(name);
+    if name.is_empty() || words.len() < name.len() {
+        return None;
+    }
+    let cue_at: Vec<usize> = (0..words.len()).filter(|i| cues.iter().any(|c| same_word(&words[*i], c))).collect();
+    let len = name.len();
+    (0..=words.len() - len)
+        .filter(|i| words[*i..*i + len] == name[..])
+        .flat_map(|i| cue_at.iter().map(move |c| if *c < i { i - c } else { c.saturating_sub(i + len - 1) }))
+        .min()
+}
+
+/// The card whose title is `name`, if the window has one; a title's qualifier does not count ("David Bradley
+/// (director)" is the card named "David Bradley").
+pub(crate) fn card_named<'a>(window: &[&'a Card], name: &str) -> Option<&'a Card> {
+    let name = fold(name);
+    window.iter().copied().find(|c| fold(&c.hit.title) == name || fold(subject(&c.hit.title)) == name)
+}
+
+/// A title without its trailing qualifier: "David Bradley (director)" → "David Bradley".
+pub(crate) fn subject(title: &str) -> &str {
+    match title.trim_end().strip_suffix(')').and_then(|t| t.rfind(" (").map(|i| &title[..i])) {
+        Some(bare) if !bare.trim().is_empty() => bare.trim(),
+        _ => title.trim(),
+    }
+}
+
+/// Lowercase words only, for comparing answers and titles.
+pub fn fold(s: &str) -> String {
+    text::tokens(s).join(" ")
+}
+
+const PLACE_WORDS: &[&str] = &[
+    "city",
+    "town",
+    "village",
+    "country",
+    "state",
+    "county",
+    "province",
+    "region",
+    "capital",
+    "municipality",
+    "district",
+    "located",
+    "river",
+    "island",
+    "commune",
+    "borough",
+    "suburb",
+    "kingdom",
+    "republic",
+];
+const PERSON_WORDS: &[&str] = &["born", "died", "he", "she", "his", "her", "actor", "actress", "singer", "writer"];
+
+/// How well a name fits the kind asked, from the words around it and from its own card when the window has one.
+fn fit(kind: AnswerKind, noun: Option<&str>, span: &Span, sentence: &str, window: &[&Card]) -> f32 {
+    let before = spans::words_before(sentence, span.at, 2);
+    let prev = before.last().map(String::as_str).unwrap_or("");
+    let after = sentence[span.at + span.text.len()..].trim_start();
+    let own = card_named(window, &span.text).map(|c| {
+        let first = text::sentences(&c.hit.text).first().map(|s| s.to_lowercase()).unwrap_or_default();
+        text::tokens(&first)
+    });
+    let own_has = |words: &[&str]| own.as_ref().is_some_and(|t| t.iter().any(|w| words.contains(&w.as_str())));
+    let mut score = 0.0;
+    // One capitalised word right before a common noun is an adjective ("an English composer"): a nationality,
+    // not a place, a person or a thing.
+    let next = after.split_whitespace().next().unwrap_or("");
+    let adjective = !span.text.contains(' ')
+        && next.chars().next().is_some_and(char::is_lowercase)
+        && !text::is_stopword(&next.to_lowercase());
+    if adjective {
+        return if noun == Some("nationality") { 1.5 } else { -1.5 };
+    }
+    if span.at == 0 && !span.text.contains(' ') {
+        let lower = span.text.to_lowercase();
+        if lower.ends_with("ed") || lower.ends_with("ing") || lower.ends_with("ly") {
+            return -2.0;
+        }
+    }
+    match kind {
+        AnswerKind::Place => {
+            if ["in", "at", "from", "near", "of"].contains(&prev) {
+                score += 1.0;
+            }
+            if prev == "by" || after.starts_with("(born") || after.starts_with("( born") {
+                score -= 1.0;
+            }
+            if own_has(PLACE_WORDS) {
+                score += 1.0;
+            }
+            if own_has(&["born"]) {
+                score -= 1.0;
+            }
+            if !["in", "at", "from", "near", "of"].contains(&prev) && !own_has(PLACE_WORDS) {
+                score -= 0.5;
+            }
+        }
+        AnswerKind::Person => {
+            // "directed by X", "married to X": the agent of a passive or the other side of a relation.
+            if ["by", "to", "married", "with", "son", "daughter", "wife", "husband"].contains(&prev) {
+                score += 1.0;
+            }
+            if after.starts_with('(') {
+                score += 0.5;
+            }
+            if ["in", "at", "near"].contains(&prev) {
+                score -= 1.0;
+            }
+            if own_has(PERSON_WORDS) {
+                score += 0.5;
+            }
+            if own_has(PLACE_WORDS) && !own_has(&["born"]) {
+                score -= 1.0;
+            }
+            if span.text.split_whitespace().count() >= 2 {
+                score += 0.3;
+            }
+        }
+        _ => {
+            if let Some(noun) = noun
+                && own.as_ref().is_some_and(|t| t.iter().any(|w| same_word(w, noun)))
+            {
+                score += 1.0;
+            }
+        }
+    }
+    score
+}
+
+/// Spans that cannot be answers: a lone capitalised function word, a month, a weekday.
+fn is_noise(span: &str) -> bool {
+    let lower = span.to_lowercase();
+    lower.len() < 2
+        || text::is_stopword(&lower)
+        || [
+            "january",
+            "february",
+            "march",
+            "april",
+            "may",
+            "june",
+            "july",
+            "august",
+            "september",
+            "october",
+            "november",
+            "december",
+            "monday",
+            "tuesday",
+            "wednesday",
+            "thursday",
+            "friday",
+            "saturday",
+            "sunday",
+            "however",
+            "during",
+            "after",
+            "before",
+            "although",
+            "since",
+            "following",
+            "according",
+        ]
+        .contains(&lower.as_str())
+}
+
+/// A life's dates "(3 May 1900 – 5 June 1980)": when the question asks about a death, the second is the one; when
+/// about a birth, the first.
+fn life_dates(found: Vec<Span>, cues: &[String]) -> Vec<Span> {
+    if found.len() < 2 {
+        return found;
+    }
+    let asks = |stems: &[&str]| cues.iter().any(|c| stems.iter().any(|s| same_word(c, s)));
+    if asks(&["died", "death", "die"]) {
+        found.into_iter().skip(1).take(1).collect()
+    } else if asks(&["born", "birth"]) {
+        found.into_iter().take(1).collect()
+    } else {
+        found
+    }
+}
+
+/// Scored candidates, summed over the places they appear.
+struct Tally<'a> {
+    text: String,
+    best: f32,
+    seen: usize,
+    card: &'a Card,
+}
+
+fn extract<'a>(a: &Asked, question: &str, window: &[&'a Card], links: usize) -> Option<Reading<'a>> {
+    let question_names: Vec<String> = text::name_spans(question);
+    let depth = depths(question, window);
+    let target = links + 1;
+    let mut tally: Vec<Tally<'a>> = Vec::new();
+    for (rank, card) in window.iter().copied().enumerate() {
+        // A card whose title is only the question's own words ("Place of birth") defines the question's terms;
+        // it is not evidence about what the question names.
+        let title_words = text::tokens(&card.hit.title);
+        if !title_words.is_empty()
+            && title_words.iter().all(|t| a.words.contains(t))
+            && !question_names.iter().any(|n| text::mentions(n, &card.hit.title) || text::mentions(&card.hit.title, n))
+        {
+            continue;
+        }
+        // Where the card sits on the chain: an answer is as many hops from the question as the question has links,
+        // plus one; a card that nothing the question names leads to is likely a distractor.
+        let chain = match depth[rank] {
+            Some(d) => 1.0 - 0.75 * (d as f32 + 1.0 - target as f32).abs(),
+            None => -0.5,
+        };
+        // A card reached through a mention next to the question's words is the link the question describes.
+        let link = match depth[rank] {
+            Some(d) if d > 0 => (0..window.len())
+                .filter(|i| depth[*i] == Some(d - 1))
+                .filter_map(|i| link_distance(&window[i].hit.text, subject(&card.hit.title), &a.cues))
+                .min()
+                .map_or(0.0, |gap| 1.0 / (1.0 + gap as f32 / 2.0)),
+            _ => 0.0,
+        };
+        let chain = chain + link;
+        for (j, sentence) in text::sentences(&card.hit.text).into_iter().enumerate() {
+            let cues = cue_positions(sentence, &a.cues);
+            let mut distinct: Vec<usize> = cues.iter().map(|c| c.1).collect();
+            distinct.dedup();
+            distinct.sort_unstable();
+            distinct.dedup();
+            let named = question_names.iter().filter(|n| text::mentions(sentence, n)).count() as f32;
+            // A sentence of a card about something the question names speaks for it most directly.
+            let about = question_names.iter().any(|n| text::mentions(&card.hit.title, n));
+            // Past two of the question's words a sentence is not more likely to hold the answer: the words that
+            // describe the chain ("the composer of the film") crowd the bridge's sentences, not the answer's.
+            let relevance =
+                (distinct.len() as f32).min(2.0) + 0.5 * named + if about && named > 0.0 { 0.5 } else { 0.0 };
+            if relevance == 0.0 {
+                continue;
+            }
+            let found: Vec<Span> = match a.kind {
+                AnswerKind::Date => life_dates(spans::dates(sentence), &a.cues),
+                AnswerKind::Number => spans::numbers(sentence),
+                AnswerKind::Phrase => spans::phrase_after(sentence, &a.cues, 6)
+                    .map(|(text, at)| vec![Span { text, at, shape: Shape::Name }])
+                    .unwrap_or_default(),
+                _ => spans::names(sentence),
+            };
+            for span in found {
+                let folded = fold(&span.text);
+                let dated = span.shape == Shape::Name && !spans::dates(&span.text).is_empty();
+                if folded.is_empty() || is_noise(&span.text) || dated {
+                    continue;
+                }
+                // The answer is what the question does not already say, and not the card's own subject.
+                let span_words = text::tokens(&span.text);
+                let repeats = span_words.iter().all(|t| a.words.contains(t));
+                let own_subject = span.shape == Shape::Name
+                    && a.kind != AnswerKind::Phrase
+                    && span_words.iter().all(|t| title_words.contains(t));
+                // Nor is a longer name built on one the question gives ("X the Musical" for "X").
+                let derived = question_names.iter().any(|n| text::mentions(&span.text, n));
+                if repeats || own_subject || derived {
+                    continue;
+                }
+                // A thing the chain went through on its way ("the director of X" when the question asks where
+                // the director was born) is a bridge, not the answer.
+                let bridge = links > 0
+                    && window
+                        .iter()
+                        .position(|c| fold(subject(&c.hit.title)) == folded)
+                        .is_some_and(|i| depth[i].is_some_and(|d| d < links));
+                let near = cues
+                    .iter()
+                    .map(|(at, _)| {
+                        let (lo, hi) = if *at < span.at { (*at, span.at) } else { (span.at, *at) };
+                        text::tokens(&sentence[lo..hi.min(sentence.len())]).len() as f32
+                    })
+                    .fold(f32::MAX, f32::min);
+                let proximity = if near == f32::MAX { 0.0 } else { 2.0 / (1.0 + near / 3.0) };
+                let shape_fit = match span.shape {
+                    Shape::Name if a.kind != AnswerKind::Phrase => {
+                        fit(a.kind, a.noun.as_deref(), &span, sentence, window)
+                    }
+                    _ => 0.0,
+                };
+                let score = relevance + proximity + shape_fit + chain + 0.5 / (1.0 + rank as f32)
+                    - 0.05 * j as f32
+                    - if bridge { 1.0 } else { 0.0 };
+                tracing::trace!(score, span = %span.text, relevance, proximity, shape_fit, chain, rank, bridge, card = %card.hit.title, "answer candidate");
+                match tally.iter_mut().find(|t| fold(&t.text) == folded) {
+                    Some(t) => {
+                        t.seen += 1;
+                        if score > t.best {
+                            (t.best, t.card) = (score, card);
+                        }
+                    }
+                    None => tally.push(Tally { text: span.text.clone(), best: score, seen: 1, card }),
+                }
+            }
+        }
+    }
+    let total = |t: &Tally| t.best + 0.3 * (t.seen as f32 - 1.0).min(3.0);
+    let best = tally.iter().max_by(|x, y| total(x).total_cmp(&total(y)))?;
+    Some(Reading { text: best.text.clone(), kind: a.kind, cards: vec![best.card] })
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,119 @@
+//! The reader on small hand-written evidence: one fixture per kind of question.
+
+use sleuth_messages::{Card, Hit, JsonMap};
+
+use super::*;
+
+fn card(n: u32, title: &str, text: &str) -> Card {
+    let hit = Hit {
+        id: format!("h{n}"),
+        doc_id: format!("d{n}"),
+        title: title.into(),
+        text: text.into(),
+        score: 1.0,
+        metadata: JsonMap::new(),
+    };
+    Card::new(n, 1, hit)
+}
+
+fn answer(question: &str, cards: &[Card], links: usize) -> Option<(String, Vec<u32>)> {
+    let window: Vec<&Card> = cards.iter().collect();
+    read(question, &window, links).map(|r| (r.text, r.cards.iter().map(|c| c.n).collect()))
+}
+
+#[test]
+fn a_place_is_read_at_the_end_of_the_chain() {
+    let cards = [
+        card(
+            1,
+            "The Quiet Hour",
+            "The Quiet Hour is a 1971 Canadian drama film directed by Jean Dupont. It was shot in Toronto.",
+        ),
+        card(
+            2,
+            "Jean Dupont",
+            "Jean Dupont (born 3 March 1920 in Montreal, Quebec) was a Canadian film director and writer.",
+        ),
+        card(3, "Toronto", "Toronto is the largest city in Canada."),
+    ];
+    let (text, cited) = answer("Where was the director of film The Quiet Hour born?", &cards, 1).unwrap();
+    assert_eq!(text, "Montreal, Quebec");
+    assert_eq!(cited, [2]);
+}
+
+#[test]
+fn a_person_is_the_name_next_to_the_relation() {
+    let cards = [
+        card(1, "The Quiet Hour", "The Quiet Hour is a 1971 drama film directed by Jean Dupont, starring Ann Lee."),
+        card(2, "Ann Lee", "Ann Lee (1940–2001) was an actress born in Paris."),
+    ];
+    assert_eq!(answer("Who directed The Quiet Hour?", &cards, 0).unwrap().0, "Jean Dupont");
+}
+
+#[test]
+fn dates_numbers_and_phrases_take_their_shape() {
+    let cards = [card(
+        1,
+        "John Keats",
+        "John Keats was an English poet. He died of tuberculosis in Rome on 23 February 1821. His estate was worth 2,000 pounds.",
+    )];
+    assert_eq!(answer("When did John Keats die?", &cards, 0).unwrap().0, "23 February 1821");
+    assert_eq!(answer("Why did John Keats die?", &cards, 0).unwrap().0, "tuberculosis");
+    assert_eq!(answer("How much was the estate of John Keats worth?", &cards, 0).unwrap().0, "2,000 pounds");
+}
+
+#[test]
+fn a_comparison_is_decided_by_the_compared_dates() {
+    let cards = [
+        card(1, "Red Dawn", "Red Dawn is a 1984 American war film."),
+        card(2, "Blue Dusk", "Blue Dusk is a 1979 French drama film."),
+    ];
+    let (text, cited) = answer("Which film came out first, Red Dawn or Blue Dusk?", &cards, 0).unwrap();
+    assert_eq!(text, "Blue Dusk");
+    assert_eq!(cited, [2, 1], "the chosen side first, both cited");
+    assert_eq!(
+        answer("Which film was released more recently, Red Dawn or Blue Dusk?", &cards, 0).unwrap().0,
+        "Red Dawn"
+    );
+}
+
+#[test]
+fn a_comparison_follows_each_option_to_the_person_it_asks_about() {
+    let cards = [
+        card(1, "Red Dawn", "Red Dawn is a 1984 war film directed by Ann Lee."),
+        card(2, "Blue Dusk", "Blue Dusk is a 1979 drama film directed by Bo Ek."),
+        card(3, "Ann Lee", "Ann Lee (5 May 1930 – 1 June 2001) was a director."),
+        card(4, "Bo Ek", "Bo Ek (born 2 April 1950) is a Swedish director."),
+    ];
+    let q = "Which film has the director who was born later, Red Dawn or Blue Dusk?";
+    let (text, cited) = answer(q, &cards, 1).unwrap();
+    assert_eq!(text, "Blue Dusk");
+    assert!(cited.contains(&4) && cited.contains(&3), "{cited:?}");
+    let people = [
+        card(3, "Ann Lee", "Ann Lee (5 May 1930 – 1 June 2001) was a director."),
+        card(5, "Cy Yu", "Cy Yu (1 January 1900 – 2 January 1990) was a painter."),
+    ];
+    assert_eq!(answer("Who lived longer, Ann Lee or Cy Yu?", &people, 0).unwrap().0, "Cy Yu");
+    assert_eq!(answer("Who died first, Ann Lee or Cy Yu?", &people, 0).unwrap().0, "Cy Yu");
+}
+
+#[test]
+fn yes_or_no_compares_what_both_cards_say() {
+    let cards = [
+        card(1, "Kotlin Island", "Kotlin Island is an island in the Gulf of Finland, Russia."),
+        card(2, "Vasilyevsky Island", "Vasilyevsky Island is an island in Saint Petersburg, Russia."),
+        card(3, "Marufabad", "Marufabad is a village in Kerman Province, Iran."),
+    ];
+    let q = |x: &str, y: &str| format!("Are {x} and {y} located in the same country?");
+    assert_eq!(answer(&q("Kotlin Island", "Vasilyevsky Island"), &cards, 0).unwrap().0, "yes");
+    assert_eq!(answer(&q("Kotlin Island", "Marufabad"), &cards, 0).unwrap().0, "no");
+    let people =
+        [card(4, "Ann Lee", "Ann Lee is an American film director."), card(5, "Bo Ek", "Bo Ek is a Swedish painter.")];
+    assert_eq!(answer("Are Ann Lee and Bo Ek both film directors?", &people, 0).unwrap().0, "no");
+}
+
+#[test]
+fn no_answer_is_read_from_evidence_that_says_nothing_of_the_question() {
+    let cards = [card(1, "Toronto", "Toronto is the largest city in Canada.")];
+    assert!(answer("When did John Keats die?", &cards, 0).is_none());
+}
