@@ -141,6 +141,8 @@ const MOST: &[&str] = &[
 
 static CHOICE: LazyLock<Regex> =
     LazyLock::new(|| Regex::new(r"(?i),\s*(.+?)\s+or\s+(.+?)\s*[?.!]*\s*$").expect("static regex"));
+static BETWEEN: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"(?i)^(?:between|of)\s+(.+?)\s+(?:and|or)\s+(.+?),").expect("static regex"));
 static AMONG: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(r"(?i)\b(?:out of|between|among)\s+(.+?)\s+(?:and|or)\s+(.+?)\s*[?.!]*\s*$").expect("static regex")
 });
@@ -204,7 +206,11 @@ pub fn asked(question: &str) -> Asked {
     let q = question.trim();
     let lower = q.to_lowercase();
     let words = text::tokens(q);
-    let first = first_word(q);
+    // A question after a statement ("X has an OBE. Does Y also have one?") is asked by its last sentence.
+    let first = match text::sentences(q).last() {
+        Some(last) if !last.trim().is_empty() => first_word(last),
+        _ => first_word(q),
+    };
     let names = text::name_spans(q);
     let name_words: Vec<String> = names.iter().flat_map(|n| text::tokens(n)).collect();
     let cues: Vec<String> = text::content_words(q)
@@ -238,6 +244,14 @@ pub fn asked(question: &str) -> Asked {
     if let Some(c) = AMONG.captures(q)
         && wh_start
         && order.is_some()
+    {
+        out.kind = AnswerKind::Choice;
+        out.options = vec![clean_option(&c[1]), clean_option(&c[2])];
+        return out;
+    }
+    // "Between X and Y, which writer …?"
+    if let Some(c) = BETWEEN.captures(q)
+        && (lower.contains("which") || lower.contains("who"))
     {
         out.kind = AnswerKind::Choice;
         out.options = vec![clean_option(&c[1]), clean_option(&c[2])];
@@ -324,6 +338,8 @@ mod tests {
             ("Which film came out first, Alien or Aliens?", AnswerKind::Choice),
             ("Who was born first, Ada Lovelace or Charles Babbage?", AnswerKind::Choice),
             ("The band was formed in what year?", AnswerKind::Date),
+            ("Ann Lee has an OBE. Does Bo Ek also have one?", AnswerKind::YesNo),
+            ("Between Ann Lee and Bo Ek, which writer had a more diverse career?", AnswerKind::Choice),
         ];
         for (question, kind) in cases {
             assert_eq!(asked(question).kind, *kind, "{question}");

@@ -166,7 +166,25 @@ pub fn choose<'a>(a: &Asked, window: &[&'a Card]) -> Option<Reading<'a>> {
             let first_wins = (x.2 < y.2) == (order == Order::Least);
             if first_wins { *x } else { *y }
         }
-        _ => return None,
+        // Nothing to compare: the option whose card says most of what the question asks, when one does.
+        _ => {
+            let said = |v: &(String, Vec<&Card>, Option<Value>)| {
+                v.1.first().map_or(0, |c| {
+                    let words = text::tokens(&c.hit.text);
+                    cues.iter().filter(|q| words.iter().any(|w| same_word(w, q))).count()
+                })
+            };
+            match values.as_slice() {
+                [x, y] if !x.1.is_empty() && !y.1.is_empty() && said(x) != said(y) => {
+                    if said(x) > said(y) {
+                        x
+                    } else {
+                        y
+                    }
+                }
+                _ => return None,
+            }
+        }
     };
     let mut cards: Vec<&'a Card> = pick.1.clone();
     for (_, other, _) in &values {
@@ -205,10 +223,11 @@ pub fn yes_no<'a>(a: &Asked, window: &[&'a Card]) -> Option<Reading<'a>> {
         if cues.is_empty() {
             return None;
         }
+        // Each must be described so in its card's opening, where a card says what its subject is.
         cards.iter().all(|c| {
-            let words = text::tokens(&c.hit.text);
-            let hit = cues.iter().filter(|q| words.iter().any(|w| same_word(w, q))).count();
-            hit * 2 >= cues.len()
+            let words: Vec<String> =
+                text::sentences(&c.hit.text).iter().take(2).flat_map(|s| text::tokens(s)).collect();
+            cues.iter().all(|q| words.iter().any(|w| same_word(w, q)))
         })
     };
     Some(Reading { text: if yes { "yes" } else { "no" }.into(), kind: AnswerKind::YesNo, cards })

@@ -127,6 +127,9 @@ pub fn fold(s: &str) -> String {
     text::tokens(s).join(" ")
 }
 
+/// Nouns that ask for the larger place of a "City, Region" pair.
+const REGION_NOUNS: &[&str] = &["state", "country", "nation", "province", "region"];
+
 const PLACE_WORDS: &[&str] = &[
     "city",
     "town",
@@ -398,7 +401,12 @@ fn extract<'a>(a: &Asked, question: &str, window: &[&'a Card], links: usize) -> 
     }
     let total = |t: &Tally| t.best + 0.3 * (t.seen as f32 - 1.0).min(3.0);
     let best = tally.iter().max_by(|x, y| total(x).total_cmp(&total(y)))?;
-    Some(Reading { text: best.text.clone(), kind: a.kind, cards: vec![best.card] })
+    // "In what state …" asks for the region of "Philadelphia, Pennsylvania".
+    let text = match best.text.rsplit_once(", ") {
+        Some((_, region)) if a.noun.as_deref().is_some_and(|n| REGION_NOUNS.contains(&n)) => region.to_string(),
+        _ => best.text.clone(),
+    };
+    Some(Reading { text, kind: a.kind, cards: vec![best.card] })
 }
 
 #[cfg(test)]
