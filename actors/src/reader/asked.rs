@@ -36,6 +36,54 @@ pub struct Asked {
     pub words: Vec<String>,
     /// The noun after "what"/"which" ("what company"), when there is one.
     pub noun: Option<String>,
+    /// The descriptions a chain goes through, nearest the named thing last: "the director of film X" gives
+    /// `["director", "film"]`, "X's mother" gives `["mother"]`. Each is the describing noun and the words after it
+    /// up to the next name.
+    pub links: Vec<Vec<String>>,
+}
+
+impl Asked {
+    /// The cue words an answer's own sentence should use: without the words of the last `links` descriptions,
+    /// which the bridge documents' sentences use instead ("composer" and "film" in "Where was the composer of
+    /// film X born?" leave "born").
+    pub fn final_cues(&self, links: usize) -> Vec<String> {
+        let chain: Vec<&String> = self.links.iter().rev().take(links).flatten().collect();
+        let left: Vec<String> = self.cues.iter().filter(|c| !chain.contains(c)).cloned().collect();
+        if left.is_empty() { self.cues.clone() } else { left }
+    }
+}
+
+/// The describing nouns of a question, in order: a content word followed by "of", or the word after a
+/// possessive, each with the words after it that are neither function words nor part of a name.
+fn chain_descriptions(q: &str, name_words: &[String]) -> Vec<Vec<String>> {
+    let raw: Vec<&str> = q.split_whitespace().collect();
+    let bare = |w: &str| w.trim_matches(|c: char| !c.is_alphanumeric()).to_lowercase();
+    let mut out: Vec<Vec<String>> = Vec::new();
+    for (i, w) in raw.iter().enumerate() {
+        let word = bare(w);
+        let possessed = i > 0 && (raw[i - 1].ends_with("'s") || raw[i - 1].ends_with("’s"));
+        let described = raw.get(i + 1).is_some_and(|n| bare(n) == "of");
+        let content = !word.is_empty() && !text::is_stopword(&word) && !name_words.contains(&word);
+        if content && (described || possessed) {
+            let mut link = vec![word];
+            for next in &raw[i + 1..] {
+                let n = bare(next);
+                if n.is_empty() || text::is_stopword(&n) {
+                    continue;
+                }
+                if name_words.contains(&n) || next.chars().next().is_some_and(char::is_uppercase) {
+                    break;
+                }
+                if raw.get(i + 1).is_some_and(|x| bare(x) == "of") && link.len() < 3 {
+                    link.push(n);
+                } else {
+                    break;
+                }
+            }
+            out.push(link);
+        }
+    }
+    out
 }
 
 const AUXILIARIES: &[&str] =
@@ -229,6 +277,7 @@ pub fn asked(question: &str) -> Asked {
         cues,
         words: words.clone(),
         noun: noun.clone(),
+        links: chain_descriptions(q, &name_words),
     };
 
     // A choice between two named things: "Which film came out first, X or Y?"
@@ -357,6 +406,17 @@ mod tests {
         let b = asked("Who lived longer, Ada Lovelace or Charles Babbage?");
         assert!(b.lifespan);
         assert_eq!(asked("Which came first, A or B?").order, Some(Order::Least));
+    }
+
+    #[test]
+    fn the_chain_s_descriptions_leave_the_final_relation() {
+        let a = asked("Where was the composer of film Billy Elliot born?");
+        assert_eq!(a.final_cues(1), ["born"]);
+        let b = asked("When did Lothair II's mother die?");
+        assert_eq!(b.final_cues(1), ["die"]);
+        let c = asked("What is the date of death of the director of film Madame X?");
+        assert_eq!(c.final_cues(1), ["date", "death"]);
+        assert_eq!(c.final_cues(0), c.cues, "a question without links keeps every cue");
     }
 
     #[test]

@@ -144,7 +144,7 @@ pub fn choose<'a>(a: &Asked, window: &[&'a Card]) -> Option<Reading<'a>> {
         };
         let mut cards = vec![card];
         // "the film whose director was born first": the value is the director's, found through the film's card.
-        let subject = if relative && !a.words.first().is_some_and(|w| w == "who") {
+        let subject = if relative && a.words.first().is_none_or(|w| w != "who") {
             match bridged(card, window, &cues) {
                 Some(other) => {
                     cards.push(other);

@@ -288,12 +288,15 @@ struct Tally<'a> {
     best: f32,
     seen: usize,
     card: &'a Card,
+    /// The best place it appears in a card about something the question names: the citation a reader checks.
+    about: Option<(f32, &'a Card)>,
 }
 
 fn extract<'a>(a: &Asked, question: &str, window: &[&'a Card], links: usize) -> Option<Reading<'a>> {
     let question_names: Vec<String> = text::name_spans(question);
     let depth = depths(question, window);
     let target = links + 1;
+    let final_cues = a.final_cues(links);
     let mut tally: Vec<Tally<'a>> = Vec::new();
     for (rank, card) in window.iter().copied().enumerate() {
         // A card whose title is only the question's own words ("Place of birth") defines the question's terms;
@@ -324,23 +327,23 @@ fn extract<'a>(a: &Asked, question: &str, window: &[&'a Card], links: usize) -> 
         for (j, sentence) in text::sentences(&card.hit.text).into_iter().enumerate() {
             let cues = cue_positions(sentence, &a.cues);
             let mut distinct: Vec<usize> = cues.iter().map(|c| c.1).collect();
-            distinct.dedup();
             distinct.sort_unstable();
             distinct.dedup();
+            // The chain's own descriptions count half: they crowd the bridge's sentences, not the answer's.
+            let weight: f32 = distinct.iter().map(|i| if final_cues.contains(&a.cues[*i]) { 1.0 } else { 0.5 }).sum();
             let named = question_names.iter().filter(|n| text::mentions(sentence, n)).count() as f32;
             // A sentence of a card about something the question names speaks for it most directly.
             let about = question_names.iter().any(|n| text::mentions(&card.hit.title, n));
             // Past two of the question's words a sentence is not more likely to hold the answer: the words that
             // describe the chain ("the composer of the film") crowd the bridge's sentences, not the answer's.
-            let relevance =
-                (distinct.len() as f32).min(2.0) + 0.5 * named + if about && named > 0.0 { 0.5 } else { 0.0 };
+            let relevance = weight.min(2.0) + 0.5 * named + if about && named > 0.0 { 0.5 } else { 0.0 };
             if relevance == 0.0 {
                 continue;
             }
             let found: Vec<Span> = match a.kind {
                 AnswerKind::Date => life_dates(spans::dates(sentence), &a.cues),
                 AnswerKind::Number => spans::numbers(sentence),
-                AnswerKind::Phrase => spans::phrase_after(sentence, &a.cues, 6)
+                AnswerKind::Phrase => spans::phrase_after(sentence, &final_cues, 6)
                     .map(|(text, at)| vec![Span { text, at, shape: Shape::Name }])
                     .unwrap_or_default(),
                 _ => spans::names(sentence),
@@ -387,14 +390,22 @@ fn extract<'a>(a: &Asked, question: &str, window: &[&'a Card], links: usize) -> 
                     - 0.05 * j as f32
                     - if bridge { 1.0 } else { 0.0 };
                 tracing::trace!(score, span = %span.text, relevance, proximity, shape_fit, chain, rank, bridge, card = %card.hit.title, "answer candidate");
+                let about_card = (about && named > 0.0).then_some((score, card));
                 match tally.iter_mut().find(|t| fold(&t.text) == folded) {
                     Some(t) => {
                         t.seen += 1;
                         if score > t.best {
                             (t.best, t.card) = (score, card);
                         }
+                        if let Some((s, c)) = about_card
+                            && t.about.is_none_or(|(best, _)| s > best)
+                        {
+                            t.about = Some((s, c));
+                        }
                     }
-                    None => tally.push(Tally { text: span.text.clone(), best: score, seen: 1, card }),
+                    None => {
+                        tally.push(Tally { text: span.text.clone(), best: score, seen: 1, card, about: about_card })
+                    }
                 }
             }
         }
@@ -402,11 +413,15 @@ fn extract<'a>(a: &Asked, question: &str, window: &[&'a Card], links: usize) -> 
     let total = |t: &Tally| t.best + 0.3 * (t.seen as f32 - 1.0).min(3.0);
     let best = tally.iter().max_by(|x, y| total(x).total_cmp(&total(y)))?;
     // "In what state …" asks for the region of "Philadelphia, Pennsylvania".
-    let text = match best.text.rsplit_once(", ") {
-        Some((_, region)) if a.noun.as_deref().is_some_and(|n| REGION_NOUNS.contains(&n)) => region.to_string(),
+    // "In what county …" asks for the part of "DuPage County, Illinois" that is a county.
+    let noun = a.noun.as_deref().unwrap_or("");
+    let text = match best.text.split_once(", ") {
+        Some((part, _)) if text::tokens(part).iter().any(|w| same_word(w, noun)) => part.to_string(),
+        Some(_) if REGION_NOUNS.contains(&noun) => best.text.rsplit_once(", ").map_or("", |p| p.1).to_string(),
         _ => best.text.clone(),
     };
-    Some(Reading { text, kind: a.kind, cards: vec![best.card] })
+    let card = best.about.map_or(best.card, |(_, c)| c);
+    Some(Reading { text, kind: a.kind, cards: vec![card] })
 }
 
 #[cfg(test)]
