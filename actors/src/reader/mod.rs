@@ -229,41 +229,30 @@ fn fit(kind: AnswerKind, noun: Option<&str>, span: &Span, sentence: &str, window
     score
 }
 
-/// Spans that cannot be answers: a lone capitalised function word, a month, a weekday.
+/// Spans that cannot be answers: a lone capitalised function word, a month, a weekday, a sentence opener.
 fn is_noise(span: &str) -> bool {
+    const OTHERS: &[&str] = &[
+        "monday",
+        "tuesday",
+        "wednesday",
+        "thursday",
+        "friday",
+        "saturday",
+        "sunday",
+        "however",
+        "during",
+        "after",
+        "before",
+        "although",
+        "since",
+        "following",
+        "according",
+    ];
     let lower = span.to_lowercase();
     lower.len() < 2
         || text::is_stopword(&lower)
-        || [
-            "january",
-            "february",
-            "march",
-            "april",
-            "may",
-            "june",
-            "july",
-            "august",
-            "september",
-            "october",
-            "november",
-            "december",
-            "monday",
-            "tuesday",
-            "wednesday",
-            "thursday",
-            "friday",
-            "saturday",
-            "sunday",
-            "however",
-            "during",
-            "after",
-            "before",
-            "although",
-            "since",
-            "following",
-            "according",
-        ]
-        .contains(&lower.as_str())
+        || spans::MONTHS.contains(&lower.as_str())
+        || OTHERS.contains(&lower.as_str())
 }
 
 /// A life's dates "(3 May 1900 – 5 June 1980)": when the question asks about a death, the second is the one; when

@@ -7,7 +7,7 @@ use regex::Regex;
 
 use crate::text;
 
-const MONTHS: [&str; 12] = [
+pub(crate) const MONTHS: [&str; 12] = [
     "january",
     "february",
     "march",
