@@ -274,6 +274,8 @@ fn life_dates(found: Vec<Span>, cues: &[String]) -> Vec<Span> {
 /// Scored candidates, summed over the places they appear.
 struct Tally<'a> {
     text: String,
+    /// `text` folded, the key its places are summed under.
+    key: String,
     best: f32,
     seen: usize,
     card: &'a Card,
@@ -380,7 +382,7 @@ fn extract<'a>(a: &Asked, question: &str, window: &[&'a Card], links: usize) -> 
                     - if bridge { 1.0 } else { 0.0 };
                 tracing::trace!(score, span = %span.text, relevance, proximity, shape_fit, chain, rank, bridge, card = %card.hit.title, "answer candidate");
                 let about_card = (about && named > 0.0).then_some((score, card));
-                match tally.iter_mut().find(|t| fold(&t.text) == folded) {
+                match tally.iter_mut().find(|t| t.key == folded) {
                     Some(t) => {
                         t.seen += 1;
                         if score > t.best {
@@ -392,9 +394,14 @@ fn extract<'a>(a: &Asked, question: &str, window: &[&'a Card], links: usize) -> 
                             t.about = Some((s, c));
                         }
                     }
-                    None => {
-                        tally.push(Tally { text: span.text.clone(), best: score, seen: 1, card, about: about_card })
-                    }
+                    None => tally.push(Tally {
+                        text: span.text.clone(),
+                        key: folded,
+                        best: score,
+                        seen: 1,
+                        card,
+                        about: about_card,
+                    }),
                 }
             }
         }

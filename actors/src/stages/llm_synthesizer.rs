@@ -10,7 +10,7 @@ use sleuth_messages::{AgentResponse, Card, LoopState, Stage, TerminationReason, 
 
 use super::{
     StageLogic,
-    synthesizer::{cited_numbers, cited_response, synthesize, verify_citations, with_short_answer},
+    synthesizer::{cited_numbers, cited_response, lead_sentence, synthesize, verify_citations, with_short_answer},
 };
 use crate::{
     entity_types::KnownTypes,
@@ -151,8 +151,7 @@ fn written(state: &LoopState, base: AgentResponse, draft: DraftAnswer, reason: T
         })
     });
     if let Some(r) = &reading {
-        let marks: String = r.cards.iter().map(|c| format!("[{}]", c.n)).collect();
-        answer = format!("{} {marks}. {answer}", r.text);
+        answer = format!("{}{answer}", lead_sentence(r));
     }
     if reason.is_cap() {
         answer = format!("Best available answer (stopped early: {}). {answer}", reason.as_str());

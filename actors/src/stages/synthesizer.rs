@@ -196,11 +196,16 @@ fn read<'a>(state: &LoopState, window: &[&'a Card]) -> Option<Reading<'a>> {
     reader::read(question, window, super::bridge::chain_links(state))
 }
 
-/// Puts the short answer first, cited by the cards that support it: "One Piece [15]."
+/// The short answer as the reply's first sentence, cited by the cards that support it: "One Piece [15]. "
+pub(crate) fn lead_sentence(reading: &Reading<'_>) -> String {
+    let marks: String = reading.cards.iter().map(|c| format!("[{}]", c.n)).collect();
+    format!("{} {marks}. ", reading.text.trim_end_matches('.'))
+}
+
+/// Puts the short answer first and its cards among the cited.
 fn lead_with<'a>(answer: &mut String, cited: &mut Vec<&'a Card>, reading: Option<&Reading<'a>>) {
     let Some(reading) = reading else { return };
-    let marks: String = reading.cards.iter().map(|c| format!("[{}]", c.n)).collect();
-    answer.push_str(&format!("{} {marks}. ", reading.text.trim_end_matches('.')));
+    answer.push_str(&lead_sentence(reading));
     for card in &reading.cards {
         if !cited.iter().any(|c| c.n == card.n) {
             cited.push(card);
