@@ -1,5 +1,6 @@
-//! The command line: `sleuth ask`, `serve`, `ingest docs|graph|delete`, `search`, `watch`, `eval`, `bench`. Each command loads the configuration and
-//! calls into the library; nothing here does work of its own.
+//! The command line: `sleuth ask`, `serve`, `ingest docs|graph|demo|delete`, `search`, `watch`, `eval`, `bench`.
+//! Each command parses its arguments, loads the configuration, calls into the library and prints what it returns;
+//! nothing here does work of its own.
 
 use std::{path::PathBuf, process::ExitCode, time::Duration};
 
@@ -8,11 +9,10 @@ use clap::{Parser, Subcommand};
 use sleuth_messages::{AskRequest, Outcome, Route, Stage};
 
 use crate::{
-    client,
+    bench, client,
     config::Config,
     embed, graph, ingest,
     node::{self, Node},
-    retrieval::Retriever,
     telemetry,
 };
 
@@ -182,7 +182,7 @@ fn service_name(config: &Config, command: &Command) -> String {
     }
     match command {
         Command::Serve { stages } => match parse_stages(stages).as_deref() {
-            Ok([stage]) => crate::endpoint::service_name(*stage),
+            Ok([stage]) => crate::runtime::endpoint::service_name(*stage),
             _ => "sleuth".into(),
         },
         _ => "sleuth".into(),
@@ -213,39 +213,11 @@ async fn command(command: Command, config: Config) -> anyhow::Result<ExitCode> {
             let mut printer = |e: &sleuth_messages::Event| eprintln!("{}", client::render_event(e));
             let on_event: Option<&mut (dyn FnMut(&sleuth_messages::Event) + Send)> =
                 if watch { Some(&mut printer) } else { None };
-            let (reply, state) = match &config.nats.url {
-                Some(url) => {
-                    let timeout = Duration::from_millis(timeout_ms.unwrap_or(config.loop_.timeout_ms) + 5_000);
-                    let root = node::ask_span(request_id);
-                    let trace = telemetry::context::of_span(&root, &Default::default());
-                    let nats = crate::bus::nats::connect(url, "sleuth ask").await?;
-                    let subjects = config.subjects();
-                    let ask = client::ask_with(&nats, &subjects, request, timeout, on_event, &trace);
-                    let reply = until_cancelled(ask, request_id, || async {
-                        nats.publish(subjects.cancel(request_id), Default::default()).await?;
-                        Ok(nats.flush().await?)
-                    })
-                    .await?;
-                    node::record_reply(&root, &reply);
-                    drop(root);
-                    let state = match (watch, reply.request_id) {
-                        (true, Some(id)) => client::remote_state(url, &config, id).await.ok().flatten(),
-                        _ => None,
-                    };
-                    (reply, state)
-                }
-                None => {
-                    let node = Node::embedded(config).await?;
-                    let ask = async { node.ask(request, on_event).await.map_err(|e| anyhow::anyhow!("{e}")) };
-                    let reply = until_cancelled(ask, request_id, || node.cancel(request_id)).await;
-                    let state = match (watch, reply.as_ref().ok().and_then(|r| r.request_id)) {
-                        (true, Some(id)) => node.ctx.store.load(id).await.ok().flatten().map(|(s, _)| s),
-                        _ => None,
-                    };
-                    node.shutdown().await;
-                    (reply?, state)
-                }
+            let interrupt = async {
+                let _ = tokio::signal::ctrl_c().await;
+                eprintln!("cancelling request {request_id}");
             };
+            let (reply, state) = client::ask(config, request, on_event, watch, interrupt).await?;
             if let Some(plan) = state.as_ref().and_then(|s| s.plan.as_ref()) {
                 eprintln!("{}", client::render_plan(plan));
             }
@@ -264,53 +236,22 @@ async fn command(command: Command, config: Config) -> anyhow::Result<ExitCode> {
             println!("{}", telemetry::http::probe(&config.telemetry.http_addr).await?);
             Ok(ExitCode::SUCCESS)
         }
-        Command::Serve { stages } => {
-            let stages = parse_stages(&stages)?;
-            let health = std::sync::Arc::new(telemetry::http::Health::default());
-            let (addr, http) = telemetry::http::serve(&config.telemetry.http_addr, health.clone()).await?;
-            tracing::info!(%addr, "metrics on http://{addr}/metrics, probes on /healthz and /readyz");
-            let grace = Duration::from_millis(config.stages.shutdown_grace_ms);
-            // A SIGTERM while the backends are still being retried stops the process at once.
-            let node = tokio::select! {
-                node = Node::distributed(config, &stages, health) => node?,
-                () = shutdown_signal() => {
-                    tracing::info!("stopped before serving");
-                    http.abort();
-                    return Ok(ExitCode::SUCCESS);
-                }
-            };
-            tracing::info!(stages = ?stages, "serving; ctrl-c or SIGTERM to stop");
-            shutdown_signal().await;
-            tracing::info!(grace_ms = grace.as_millis() as u64, "draining: finishing the work in hand");
-            node.drain(grace).await;
-            http.abort();
-            tracing::info!("stopped");
-            Ok(ExitCode::SUCCESS)
-        }
+        Command::Serve { stages } => serve(config, &parse_stages(&stages)?).await,
         Command::Ingest { what: IngestCommand::Docs { paths } } => {
             let docs = ingest::read_paths(&paths)?;
-            let mut config = config;
-            config.retrieval.demo_corpus = false;
-            let retriever = Retriever::open(&config).await?;
+            let retriever = ingest::target::open(&config).await?;
             eprintln!("index: {}", retriever.describe());
-            let summary = ingest::ingest(&retriever, docs, true).await?;
-            println!("{summary}");
+            println!("{}", ingest::ingest(&retriever, docs, true).await?);
             announce(&config).await;
             Ok(ExitCode::SUCCESS)
         }
         Command::Ingest { what: IngestCommand::Graph { entities, edges } } => {
-            let mut config = config;
-            config.retrieval.demo_corpus = false;
-            let retriever = Retriever::open(&config).await?;
-            let store = match &retriever.graph {
-                Some(graph) => graph.clone(),
-                None => graph::open(&config).await?,
-            };
+            let retriever = ingest::target::open(&config).await?;
+            let store = ingest::target::graph_store(&config, &retriever).await?;
             let summary =
                 ingest::graph::ingest(store.as_ref(), Some(&retriever), &entities, &edges, &config.graph, true).await?;
             println!("{summary}; graph in {}, names in the entity collection", store.backend());
-            let stats = store.stats().await?;
-            let types = crate::entity_types::EntityTypes::new(stats.entities_by_type.keys());
+            let types = ingest::target::entity_types(store.as_ref()).await?;
             match client::announce_entity_types(&config, &types).await {
                 Ok(true) => eprintln!("entity types {types} announced to the deployment's stages"),
                 Ok(false) => {}
@@ -323,14 +264,9 @@ async fn command(command: Command, config: Config) -> anyhow::Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Command::Ingest { what: IngestCommand::Demo } => {
-            let mut config = config;
-            config.retrieval.demo_corpus = false;
-            let retriever = Retriever::open(&config).await?;
+            let retriever = ingest::target::open(&config).await?;
             eprintln!("index: {}", retriever.describe());
-            let store = match &retriever.graph {
-                Some(graph) => graph.clone(),
-                None => graph::open(&config).await?,
-            };
+            let store = ingest::target::graph_store(&config, &retriever).await?;
             let graph = ingest::graph::ingest_demo(store.as_ref(), &retriever, &config.graph.relations).await?;
             println!("{graph}; graph in {}", store.backend());
             let docs = ingest::parse_jsonl("demo corpus", ingest::DEMO_CORPUS)?;
@@ -338,14 +274,16 @@ async fn command(command: Command, config: Config) -> anyhow::Result<ExitCode> {
             announce(&config).await;
             Ok(ExitCode::SUCCESS)
         }
+        Command::Ingest { what: IngestCommand::Delete { ids } } => {
+            let retriever = ingest::target::open(&config).await?;
+            let existed = ingest::target::delete(&retriever, &ids).await?;
+            println!("deleted {existed} of {} documents ({} were not in the index)", ids.len(), ids.len() - existed);
+            announce(&config).await;
+            Ok(ExitCode::SUCCESS)
+        }
         Command::BenchGraph { edges, queries, no_load } => {
             let store = graph::open(&config).await?;
-            let g = &config.graph;
-            let bounds = graph::primitives::Bounds {
-                max_hops: g.max_hops,
-                max_fanout_per_hop: g.max_fanout_per_hop,
-                max_results: g.max_results,
-            };
+            let bounds = (&config.graph).into();
             print!("{}", graph::bench::run(store.as_ref(), edges, queries, !no_load, bounds).await?);
             Ok(ExitCode::SUCCESS)
         }
@@ -357,16 +295,7 @@ async fn command(command: Command, config: Config) -> anyhow::Result<ExitCode> {
                 None => None,
             };
             let request = sleuth_messages::SearchRequest { text: text.clone(), entity_type, limit: Some(limit) };
-            let reply = match &config.nats.url {
-                Some(url) => client::search_remote(url, &config.subjects(), &request).await?,
-                None => {
-                    let store = graph::open(&config).await?;
-                    match crate::lanes::search(store, request).await {
-                        Ok(entities) => sleuth_messages::EntitiesReply { entities, error: None },
-                        Err(error) => sleuth_messages::EntitiesReply { entities: vec![], error: Some(error) },
-                    }
-                }
-            };
+            let reply = client::search(&config, request).await?;
             if let Some(error) = &reply.error {
                 anyhow::bail!("{}", error.message);
             }
@@ -385,20 +314,6 @@ async fn command(command: Command, config: Config) -> anyhow::Result<ExitCode> {
                     );
                 }
             }
-            Ok(ExitCode::SUCCESS)
-        }
-        Command::Ingest { what: IngestCommand::Delete { ids } } => {
-            let mut config = config;
-            config.retrieval.demo_corpus = false;
-            let retriever = Retriever::open(&config).await?;
-            let existed = retriever.index.delete(&ids).await?;
-            retriever.index.flush().await?;
-            if let Some(graph) = &retriever.graph {
-                let nodes = ids.iter().map(|id| crate::graph::document_node(id)).collect();
-                graph.write(&crate::graph::GraphWrite { delete: nodes, ..Default::default() }).await?;
-            }
-            println!("deleted {existed} of {} documents ({} were not in the index)", ids.len(), ids.len() - existed);
-            announce(&config).await;
             Ok(ExitCode::SUCCESS)
         }
         Command::Models { what: ModelsCommand::Pull } => {
@@ -421,39 +336,15 @@ async fn command(command: Command, config: Config) -> anyhow::Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Command::Bench { questions, requests, concurrency, null_backends: true, turns } => {
-            anyhow::ensure!(turns >= 1, "--turns must be at least 1");
-            let mut config = config;
-            config.debug.null_work_turns = turns;
-            config.intake.force_route = Some(sleuth_messages::Route::Enhanced);
-            config.embedder.kind = crate::config::EmbedderKind::None;
-            config.retrieval.demo_corpus = false;
-            let default = "How much does each turn of the agent loop cost in orchestration alone?";
-            let questions = if questions.is_empty() { vec![default.to_string()] } else { questions };
-            let expected = (1..=turns).map(|t| format!("c{t}")).collect::<Vec<_>>().join(" ");
-            let report = crate::bench::run(config, questions, requests, concurrency, Some(expected)).await?;
+            let (report, summary) = bench::run_null(config, questions, requests, concurrency, turns).await?;
             println!("{report}");
-            println!(
-                "null work, {turns} turns per request: {:.1} µs per turn (mean latency / turns), {:.0} turns/s",
-                report.mean().as_secs_f64() * 1e6 / turns as f64,
-                (report.latencies.len() as u64 * turns as u64) as f64 / report.wall.as_secs_f64().max(1e-9)
-            );
+            println!("{summary}");
             Ok(ExitCode::SUCCESS)
         }
         Command::Bench { questions, requests, concurrency, null_backends: false, .. } => {
-            let questions = if questions.is_empty() {
-                [
-                    "Which anime is Luffy in?",
-                    "How is Luffy related to Nami?",
-                    "Who directed Spirited Away?",
-                    "Compare Naruto and Bleach",
-                ]
-                .map(String::from)
-                .to_vec()
-            } else {
-                questions
-            };
-            let report = crate::bench::run(config, questions, requests, concurrency, None).await?;
-            println!("{report}");
+            let questions =
+                if questions.is_empty() { bench::DEFAULT_QUESTIONS.map(String::from).to_vec() } else { questions };
+            println!("{}", bench::run(config, questions, requests, concurrency, None).await?);
             Ok(ExitCode::SUCCESS)
         }
         Command::Watch { request_id } => {
@@ -462,6 +353,30 @@ async fn command(command: Command, config: Config) -> anyhow::Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
     }
+}
+
+/// `sleuth serve`: runs `stages` until SIGTERM or Ctrl-C, then drains the work in hand.
+async fn serve(config: Config, stages: &[Stage]) -> anyhow::Result<ExitCode> {
+    let health = std::sync::Arc::new(telemetry::http::Health::default());
+    let (addr, http) = telemetry::http::serve(&config.telemetry.http_addr, health.clone()).await?;
+    tracing::info!(%addr, "metrics on http://{addr}/metrics, probes on /healthz and /readyz");
+    let grace = Duration::from_millis(config.stages.shutdown_grace_ms);
+    // A SIGTERM while the backends are still being retried stops the process at once.
+    let node = tokio::select! {
+        node = Node::distributed(config, stages, health) => node?,
+        () = shutdown_signal() => {
+            tracing::info!("stopped before serving");
+            http.abort();
+            return Ok(ExitCode::SUCCESS);
+        }
+    };
+    tracing::info!(stages = ?stages, "serving; ctrl-c or SIGTERM to stop");
+    shutdown_signal().await;
+    tracing::info!(grace_ms = grace.as_millis() as u64, "draining: finishing the work in hand");
+    node.drain(grace).await;
+    http.abort();
+    tracing::info!("stopped");
+    Ok(ExitCode::SUCCESS)
 }
 
 async fn shutdown_signal() {
@@ -501,26 +416,6 @@ async fn announce(config: &Config) {
         Ok(None) => {}
         Err(e) => {
             eprintln!("warning: cannot invalidate the retrieval caches ({e:#}); they expire within intake.cache_ttl_s")
-        }
-    }
-}
-
-/// Runs `ask` to its end; on Ctrl-C, sends the cancellation and waits (5 s at most) for the final reply it causes.
-async fn until_cancelled<T>(
-    ask: impl Future<Output = anyhow::Result<T>>,
-    request_id: uuid::Uuid,
-    cancel: impl AsyncFnOnce() -> anyhow::Result<()>,
-) -> anyhow::Result<T> {
-    tokio::pin!(ask);
-    tokio::select! {
-        done = &mut ask => done,
-        _ = tokio::signal::ctrl_c() => {
-            eprintln!("cancelling request {request_id}");
-            cancel().await?;
-            match tokio::time::timeout(Duration::from_secs(5), ask).await {
-                Ok(done) => done,
-                Err(_) => anyhow::bail!("request {request_id} was cancelled; no final reply within 5 s"),
-            }
         }
     }
 }

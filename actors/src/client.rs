@@ -1,5 +1,5 @@
-//! The client side of `sleuth ask` and `sleuth watch`: sending a question over NATS, following events, and
-//! rendering an answer for a terminal.
+//! The client side of `sleuth ask`, `search` and `watch`: asking the cluster over NATS (or an embedded node),
+//! following events, announcing ingestions, and rendering an answer for a terminal.
 
 use std::time::Duration;
 
@@ -12,13 +12,98 @@ use sleuth_messages::{
 
 use crate::{
     config::Config,
+    node::{self, Node},
     store::{IndexGeneration, StateStore, nats_kv::KvStore},
     telemetry::TraceHeaders,
 };
 
+/// `sleuth ask`: asks one question of the cluster when a NATS URL is configured, else of an embedded node started
+/// for it. With `want_state`, the request's stored loop state (its plan, every step) comes back too. When
+/// `interrupt` completes first, the request is cancelled and its final reply awaited, 5 s at most.
+pub async fn ask(
+    config: Config,
+    mut request: AskRequest,
+    on_event: Option<&mut (dyn FnMut(&Event) + Send)>,
+    want_state: bool,
+    interrupt: impl Future<Output = ()>,
+) -> anyhow::Result<(AskReply, Option<LoopState>)> {
+    let request_id = *request.request_id.get_or_insert_with(uuid::Uuid::now_v7);
+    match &config.nats.url {
+        Some(url) => {
+            let timeout = Duration::from_millis(request.timeout_ms.unwrap_or(config.loop_.timeout_ms) + 5_000);
+            let root = node::ask_span(request_id);
+            let trace = crate::telemetry::context::of_span(&root, &Default::default());
+            let nats = crate::nats_client::connect(url, "sleuth ask").await?;
+            let subjects = config.subjects();
+            let ask = ask_with(&nats, &subjects, request, timeout, on_event, &trace);
+            let reply = until_cancelled(ask, request_id, interrupt, || async {
+                nats.publish(subjects.cancel(request_id), Default::default()).await?;
+                Ok(nats.flush().await?)
+            })
+            .await?;
+            node::record_reply(&root, &reply);
+            drop(root);
+            let state = match (want_state, reply.request_id) {
+                (true, Some(id)) => remote_state(url, &config, id).await.ok().flatten(),
+                _ => None,
+            };
+            Ok((reply, state))
+        }
+        None => {
+            let node = Node::embedded(config).await?;
+            let ask = async { node.ask(request, on_event).await.map_err(|e| anyhow::anyhow!("{e}")) };
+            let reply = until_cancelled(ask, request_id, interrupt, || node.cancel(request_id)).await;
+            let state = match (want_state, reply.as_ref().ok().and_then(|r| r.request_id)) {
+                (true, Some(id)) => node.ctx.store.load(id).await.ok().flatten().map(|(s, _)| s),
+                _ => None,
+            };
+            node.shutdown().await;
+            Ok((reply?, state))
+        }
+    }
+}
+
+/// Runs `ask` to its end; when `interrupt` completes first, sends the cancellation and waits (5 s at most) for the
+/// final reply it causes.
+async fn until_cancelled<T>(
+    ask: impl Future<Output = anyhow::Result<T>>,
+    request_id: uuid::Uuid,
+    interrupt: impl Future<Output = ()>,
+    cancel: impl AsyncFnOnce() -> anyhow::Result<()>,
+) -> anyhow::Result<T> {
+    tokio::pin!(ask);
+    tokio::select! {
+        done = &mut ask => done,
+        () = interrupt => {
+            cancel().await?;
+            match tokio::time::timeout(Duration::from_secs(5), ask).await {
+                Ok(done) => done,
+                Err(_) => anyhow::bail!("request {request_id} was cancelled; no final reply within 5 s"),
+            }
+        }
+    }
+}
+
+/// `sleuth search`: the search lane of the cluster when a NATS URL is configured, else of the configured graph.
+pub async fn search(
+    config: &Config,
+    request: sleuth_messages::SearchRequest,
+) -> anyhow::Result<sleuth_messages::EntitiesReply> {
+    match &config.nats.url {
+        Some(url) => search_remote(url, &config.subjects(), &request).await,
+        None => {
+            let store = crate::graph::open(config).await?;
+            Ok(match crate::runtime::lanes::search(store, request).await {
+                Ok(entities) => sleuth_messages::EntitiesReply { entities, error: None },
+                Err(error) => sleuth_messages::EntitiesReply { entities: vec![], error: Some(error) },
+            })
+        }
+    }
+}
+
 /// A request's stored loop state on a cluster: its plan, every step and report. `None` once it has expired.
 pub async fn remote_state(url: &str, config: &Config, request_id: uuid::Uuid) -> anyhow::Result<Option<LoopState>> {
-    let client = crate::bus::nats::connect(url, "sleuth ask").await?;
+    let client = crate::nats_client::connect(url, "sleuth ask").await?;
     let js = async_nats::jetstream::new(client);
     let store = KvStore::open(&js, &config.subjects().loops_bucket(), config.loop_ttl(), config.nats.replicas).await?;
     Ok(store.load(request_id).await?.map(|(state, _)| state))
@@ -29,7 +114,7 @@ pub async fn remote_state(url: &str, config: &Config, request_id: uuid::Uuid) ->
 /// process caching it).
 pub async fn announce_ingestion(config: &Config) -> anyhow::Result<Option<u64>> {
     let Some(url) = &config.nats.url else { return Ok(None) };
-    let client = crate::bus::nats::connect(url, "sleuth ingest").await?;
+    let client = crate::nats_client::connect(url, "sleuth ingest").await?;
     let js = async_nats::jetstream::new(client);
     Ok(Some(IndexGeneration::on_nats(&js, &config.subjects(), config.nats.replicas).await?.bump().await?))
 }
@@ -38,7 +123,7 @@ pub async fn announce_ingestion(config: &Config) -> anyhow::Result<Option<u64>> 
 /// the graph know them. `false` when no NATS is configured.
 pub async fn announce_entity_types(config: &Config, types: &crate::entity_types::EntityTypes) -> anyhow::Result<bool> {
     let Some(url) = &config.nats.url else { return Ok(false) };
-    let client = crate::bus::nats::connect(url, "sleuth ingest").await?;
+    let client = crate::nats_client::connect(url, "sleuth ingest").await?;
     let js = async_nats::jetstream::new(client);
     crate::store::GraphTypes::on_nats(&js, &config.subjects(), config.nats.replicas).await?.add(types).await?;
     Ok(true)
@@ -49,7 +134,7 @@ pub async fn announce_entity_types(config: &Config, types: &crate::entity_types:
 /// admin user of `deploy/nats/accounts.conf`); stage users may then only use them.
 pub async fn setup(config: &Config) -> anyhow::Result<String> {
     let url = config.nats.url.clone().context("setup needs a NATS URL (SLEUTH__NATS__URL or NATS_URL)")?;
-    let client = crate::bus::nats::connect(&url, "sleuth setup").await?;
+    let client = crate::nats_client::connect(&url, "sleuth setup").await?;
     let bus = crate::bus::nats::NatsBus::start(client, std::sync::Arc::new(config.clone())).await?;
     let consumers = bus.provision_consumers().await?;
     let subjects = config.subjects();
@@ -108,7 +193,7 @@ pub async fn ask_remote(
     timeout: Duration,
     on_event: Option<&mut (dyn FnMut(&Event) + Send)>,
 ) -> anyhow::Result<AskReply> {
-    let client = crate::bus::nats::connect(url, "sleuth ask").await?;
+    let client = crate::nats_client::connect(url, "sleuth ask").await?;
     ask_with(&client, subjects, request, timeout, on_event, &TraceHeaders::default()).await
 }
 
@@ -205,7 +290,7 @@ pub async fn ask_with(
 
 /// Prints a request's events until its `final` event.
 pub async fn watch(url: &str, config: &crate::config::Config, request_id: uuid::Uuid) -> anyhow::Result<()> {
-    let client = crate::bus::nats::connect(url, "sleuth watch").await?;
+    let client = crate::nats_client::connect(url, "sleuth watch").await?;
     let bus = crate::bus::nats::NatsBus::start(client, std::sync::Arc::new(config.clone())).await?;
     let mut events = crate::bus::Bus::events(&*bus, request_id).await?;
     while let Some(event) = events.next().await {
@@ -322,7 +407,7 @@ pub async fn search_remote(
     subjects: &sleuth_messages::subjects::Subjects,
     request: &sleuth_messages::SearchRequest,
 ) -> anyhow::Result<sleuth_messages::EntitiesReply> {
-    let client = crate::bus::nats::connect(url, "sleuth search").await?;
+    let client = crate::nats_client::connect(url, "sleuth search").await?;
     let body = sleuth_messages::codec::encode(request, sleuth_messages::Encoding::MsgPack)?;
     let reply =
         tokio::time::timeout(std::time::Duration::from_secs(10), client.request(subjects.search(), body.into()))

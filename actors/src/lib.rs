@@ -11,18 +11,19 @@ pub mod cli;
 pub mod client;
 pub mod config;
 pub mod embed;
-pub mod endpoint;
 pub mod entity_types;
 pub mod eval;
+#[cfg(test)]
+pub mod fixtures;
 #[doc(hidden)]
 pub mod fuzzing;
 pub mod graph;
 pub mod guard;
 pub mod index;
 pub mod ingest;
-pub mod lanes;
 pub mod llm;
 pub mod machine;
+pub mod nats_client;
 pub mod node;
 pub mod reader;
 pub mod retrieval;

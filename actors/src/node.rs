@@ -10,19 +10,15 @@ use sleuth_messages::{AskReply, AskRequest, ErrorKind, ErrorResponse, Event, Eve
 use tokio::task::JoinHandle;
 
 use crate::{
-    bus::{
-        Bus, WorkQueue,
-        memory::MemoryBus,
-        nats::{self, NatsBus},
-    },
+    bench::null_work::NullWork,
+    bus::{Bus, WorkQueue, memory::MemoryBus, nats::NatsBus},
     config::Config,
-    endpoint,
     entity_types::{EntityTypes, KnownTypes},
     graph::{self, GraphStore},
     llm::{LlmAgent, LlmClient},
     retrieval::{Retriever, cache::RetrievalCache},
     runtime::{
-        Cancellations, NodeContext, Stats, cancel, dead_letters,
+        Cancellations, NodeContext, Stats, cancel, dead_letters, endpoint, intake,
         responder::ResponderArgs,
         startup,
         supervisor::{NodeSupervisor, Pool, StageArgs},
@@ -30,9 +26,8 @@ use crate::{
         worker::WorkerArgs,
     },
     stages::{
-        StageLogic, grader::Grader, graph::GraphStage, intake, llm_grader::LlmGrader, llm_planner::LlmPlanner,
-        llm_synthesizer::LlmSynthesizer, null::NullWork, planner::Planner, retrieve::Retrieve,
-        synthesizer::Synthesizer,
+        StageLogic, grader::Grader, graph::GraphStage, llm_grader::LlmGrader, llm_planner::LlmPlanner,
+        llm_synthesizer::LlmSynthesizer, planner::Planner, retrieve::Retrieve, synthesizer::Synthesizer,
     },
     store::{
         Conversations, GraphTypes, IndexGeneration, StateStore, bucket::KvBucket, memory::MemoryStore, nats_kv::KvStore,
@@ -170,35 +165,12 @@ impl Node {
     pub async fn distributed(config: Config, stages: &[Stage], health: Arc<Health>) -> anyhow::Result<Node> {
         let url = config.nats.url.clone().context("distributed mode needs nats.url (SLEUTH__NATS__URL or NATS_URL)")?;
         let config = Arc::new(config);
-        let names: Vec<&str> = stages.iter().map(|s| s.as_str()).collect();
-        health.set_waiting(format!("connecting to nats at {url}"));
-        let client = nats::connect(&url, &format!("sleuth {}", names.join(","))).await?;
-        let connection = client.clone();
-        health.add_check(move || match connection.connection_state() {
-            async_nats::connection::State::Connected => Ok(()),
-            other => Err(format!("nats connection {other}")),
-        });
+        let client = connect(&url, stages, &health).await?;
         let bus = NatsBus::start(client.clone(), config.clone()).await?;
         let subjects = config.subjects();
         let ttl = config.loop_ttl();
         let store = KvStore::open(bus.jetstream(), &subjects.loops_bucket(), ttl, config.nats.replicas).await?;
-        health.set_waiting("opening the backends");
-        // Claimed before anything opens the file, so a second graph process fails here, at once, saying why.
-        let graph_owner = match stages.contains(&Stage::Graph) && config.database.url.is_none() {
-            true => Some(graph::owner::claim(&config.data_dir())?),
-            false => None,
-        };
-        let retriever = if stages.contains(&Stage::Retrieve) {
-            let open = || crate::bootstrap::open_retriever(&config);
-            Some(Arc::new(startup::open_with_retries(&health, "the index", open).await?))
-        } else {
-            None
-        };
-        let graph = match (&retriever, stages.contains(&Stage::Graph)) {
-            (_, false) => None,
-            (Some(r), true) if r.graph.is_some() => r.graph.clone(),
-            (_, true) => Some(startup::open_with_retries(&health, "the graph", || graph::open(&config)).await?),
-        };
+        let (graph_owner, retriever, graph) = open_backends(&config, stages, &health).await?;
         let js = bus.jetstream();
         let ttl = Duration::from_secs(config.intake.conversation_ttl_s);
         let conversations = KvBucket::open(
@@ -212,27 +184,8 @@ impl Node {
         let agents =
             stages.iter().any(|s| matches!(s, Stage::Intake | Stage::Planner | Stage::Grader | Stage::Synthesizer));
         let llm = if agents { llm_agent(&config)? } else { None };
-        // The graph's types: found in the graph where this process opens it and announced to the deployment;
-        // elsewhere learnt from the announcements, now and whenever a graph process or an ingestion adds some.
         let opened = graph.as_ref().or(retriever.as_ref().and_then(|r| r.graph.as_ref()));
-        let entity_types = KnownTypes::new(entity_types(&config, opened).await);
-        let shared = GraphTypes::on_nats(js, &subjects, config.nats.replicas).await?;
-        if opened.is_some()
-            && let Err(e) = shared.add(&entity_types.get()).await
-        {
-            tracing::warn!(error = %e, "cannot announce the graph's entity types to the other stages");
-        }
-        let follows_types = if agents {
-            match shared.current().await {
-                Ok(announced) => {
-                    entity_types.add(&announced);
-                }
-                Err(e) => tracing::warn!(error = %e, "cannot read the graph's entity types; following them"),
-            }
-            Some(tokio::spawn(shared.follow(entity_types.clone())))
-        } else {
-            None
-        };
+        let (entity_types, follows_types) = shared_entity_types(&config, js, opened, agents).await?;
         let ctx = Arc::new(NodeContext {
             conversations: Arc::new(Conversations::new(Arc::new(conversations), config.intake.conversation_turns)),
             generation: Arc::new(IndexGeneration::on_nats(js, &subjects, config.nats.replicas).await?),
@@ -255,37 +208,8 @@ impl Node {
                 metrics::retrieval_cache(stats.hits, stats.misses);
             });
         }
-        let mut services = Vec::new();
-        let mut status_tasks = Vec::new();
-        let mut responders = Vec::new();
-        for stage in stages {
-            let cache = if *stage == Stage::Retrieve { cache.clone() } else { None };
-            let (service, status) =
-                endpoint::register_service(&client, &ctx.subjects, *stage, ctx.stats.clone(), cache).await?;
-            status_tasks.push(status);
-            if *stage == Stage::Intake {
-                let ask = endpoint::ask_endpoint(&service, &ctx).await?;
-                let answer_ctx = ctx.clone();
-                responders.push(ResponderArgs::new(ctx.clone(), Stage::Intake, "ask", ask, move |request| {
-                    endpoint::answer_ask(answer_ctx.clone(), request)
-                }));
-            }
-            if *stage == Stage::Graph
-                && let Some(store) = &graph
-            {
-                let (search, hydrate) =
-                    crate::lanes::endpoints(&service, ctx.subjects.search(), ctx.subjects.hydrate()).await?;
-                let on = store.clone();
-                responders.push(ResponderArgs::new(ctx.clone(), Stage::Graph, "search", search, move |request| {
-                    crate::lanes::answer(on.clone(), crate::lanes::search, request)
-                }));
-                let on = store.clone();
-                responders.push(ResponderArgs::new(ctx.clone(), Stage::Graph, "hydrate", hydrate, move |request| {
-                    crate::lanes::answer(on.clone(), crate::lanes::hydrate, request)
-                }));
-            }
-            services.push(service);
-        }
+        let (services, status_tasks, responders) =
+            endpoint::register_all(&client, &ctx, stages, cache.clone(), graph.as_ref()).await?;
         let backends = Backends { retriever, graph: graph.clone(), llm, cache };
         let mut node = Node::start(ctx.clone(), stages, backends, services, responders, health).await?;
         node._graph_owner = graph_owner;
@@ -445,6 +369,75 @@ impl Node {
         // Released only once the graph is closed, so the next owner finds the file whole.
         drop(self._graph_owner);
     }
+}
+
+/// Connects to NATS for `stages`, with `/readyz` saying so while it waits and failing once the connection drops.
+async fn connect(url: &str, stages: &[Stage], health: &Health) -> anyhow::Result<async_nats::Client> {
+    let names: Vec<&str> = stages.iter().map(|s| s.as_str()).collect();
+    health.set_waiting(format!("connecting to nats at {url}"));
+    let client = crate::nats_client::connect(url, &format!("sleuth {}", names.join(","))).await?;
+    let connection = client.clone();
+    health.add_check(move || match connection.connection_state() {
+        async_nats::connection::State::Connected => Ok(()),
+        other => Err(format!("nats connection {other}")),
+    });
+    Ok(client)
+}
+
+/// The backends `stages` use, opened with retries while `/readyz` says what is awaited: the index for retrieve,
+/// the graph for the graph stage (claimed first when it is the embedded SQLite file).
+async fn open_backends(
+    config: &Arc<Config>,
+    stages: &[Stage],
+    health: &Health,
+) -> anyhow::Result<(Option<graph::owner::SqliteOwner>, Option<Arc<Retriever>>, Option<Arc<dyn GraphStore>>)> {
+    health.set_waiting("opening the backends");
+    // Claimed before anything opens the file, so a second graph process fails here, at once, saying why.
+    let graph_owner = match stages.contains(&Stage::Graph) && config.database.url.is_none() {
+        true => Some(graph::owner::claim(&config.data_dir())?),
+        false => None,
+    };
+    let retriever = if stages.contains(&Stage::Retrieve) {
+        let open = || crate::bootstrap::open_retriever(config);
+        Some(Arc::new(startup::open_with_retries(health, "the index", open).await?))
+    } else {
+        None
+    };
+    let graph = match (&retriever, stages.contains(&Stage::Graph)) {
+        (_, false) => None,
+        (Some(r), true) if r.graph.is_some() => r.graph.clone(),
+        (_, true) => Some(startup::open_with_retries(health, "the graph", || graph::open(config)).await?),
+    };
+    Ok((graph_owner, retriever, graph))
+}
+
+/// The graph's entity types: found in the graph where this process opens it (`opened`) and announced to the
+/// deployment; elsewhere learnt from the announcements, now and (for the agents) whenever a graph process or an
+/// ingestion adds some, by the returned task.
+async fn shared_entity_types(
+    config: &Config,
+    js: &async_nats::jetstream::Context,
+    opened: Option<&Arc<dyn GraphStore>>,
+    agents: bool,
+) -> anyhow::Result<(KnownTypes, Option<JoinHandle<()>>)> {
+    let entity_types = KnownTypes::new(entity_types(config, opened).await);
+    let shared = GraphTypes::on_nats(js, &config.subjects(), config.nats.replicas).await?;
+    if opened.is_some()
+        && let Err(e) = shared.add(&entity_types.get()).await
+    {
+        tracing::warn!(error = %e, "cannot announce the graph's entity types to the other stages");
+    }
+    if !agents {
+        return Ok((entity_types, None));
+    }
+    match shared.current().await {
+        Ok(announced) => {
+            entity_types.add(&announced);
+        }
+        Err(e) => tracing::warn!(error = %e, "cannot read the graph's entity types; following them"),
+    }
+    let follows = tokio::spawn(shared.follow(entity_types.clone()));
+    Ok((entity_types, Some(follows)))
 }
 
 /// The root span of a request asked from this process: `sleuth.ask`, with the route and the reason it ended

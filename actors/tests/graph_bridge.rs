@@ -189,7 +189,7 @@ async fn a_three_document_chain_is_followed_hop_by_hop_from_the_named_document()
         steps(&state)
     );
     let top: Vec<&str> =
-        sleuth_actors::stages::ranking::ranking(&state).into_iter().take(8).map(|c| c.hit.title.as_str()).collect();
+        sleuth_actors::machine::ranking::ranking(&state).into_iter().take(8).map(|c| c.hit.title.as_str()).collect();
     for gold in ["Aschenbrödel", "Johann Strauss II", "Austria"] {
         assert!(top.contains(&gold), "{gold} among the final eight: {top:?}");
     }

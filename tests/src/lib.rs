@@ -37,7 +37,7 @@ use sleuth_messages::{Event, EventKind, LoopState, codec};
 /// Every event of a request, collected until none arrives for `settle`.
 pub async fn events_of(config: &Config, request_id: uuid::Uuid, settle: Duration) -> Vec<Event> {
     let url = config.nats.url.clone().expect("nats url");
-    let client = sleuth_actors::bus::nats::connect(&url, "sleuth test").await.expect("connect");
+    let client = sleuth_actors::nats_client::connect(&url, "sleuth test").await.expect("connect");
     let bus = NatsBus::start(client, Arc::new(config.clone())).await.expect("bus");
     let mut stream = bus.events(request_id).await.expect("events");
     let mut events = Vec::new();
@@ -50,7 +50,7 @@ pub async fn events_of(config: &Config, request_id: uuid::Uuid, settle: Duration
 /// A request's loop state as stored in the deployment's KV bucket.
 pub async fn stored_state(config: &Config, request_id: uuid::Uuid) -> Option<LoopState> {
     let url = config.nats.url.clone().expect("nats url");
-    let client = sleuth_actors::bus::nats::connect(&url, "sleuth test").await.expect("connect");
+    let client = sleuth_actors::nats_client::connect(&url, "sleuth test").await.expect("connect");
     let js = async_nats::jetstream::new(client);
     let ttl = config.loop_ttl();
     let store = KvStore::open(&js, &config.subjects().loops_bucket(), ttl, config.nats.replicas).await.expect("kv");
@@ -61,7 +61,7 @@ pub async fn stored_state(config: &Config, request_id: uuid::Uuid) -> Option<Loo
 /// means a final event was stored twice.
 pub async fn final_events(config: &Config) -> HashMap<uuid::Uuid, usize> {
     let url = config.nats.url.clone().unwrap();
-    let client = sleuth_actors::bus::nats::connect(&url, "sleuth test").await.unwrap();
+    let client = sleuth_actors::nats_client::connect(&url, "sleuth test").await.unwrap();
     let js = async_nats::jetstream::new(client);
     let subjects = config.subjects();
     let stream = js.get_stream(subjects.events_stream()).await.expect("the events stream");

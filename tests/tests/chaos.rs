@@ -149,7 +149,7 @@ async fn every_request_gets_exactly_one_answer_while_stage_processes_are_killed(
         })
     };
 
-    let client = sleuth_actors::bus::nats::connect(&nats.url, "sleuth chaos client").await.unwrap();
+    let client = sleuth_actors::nats_client::connect(&nats.url, "sleuth chaos client").await.unwrap();
     let subjects = config.subjects();
     let next = Arc::new(AtomicUsize::new(0));
     let began = Instant::now();

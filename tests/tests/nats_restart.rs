@@ -33,7 +33,7 @@ async fn restarts_under_load(kinds: &[bool]) {
     let deployment = Deployment::seeded(&nats.url, &unique("restart"), dir.path());
     let _processes = start_all_separately(&deployment);
     let config = deployment.config();
-    let client = sleuth_actors::bus::nats::connect(&nats.url, "sleuth restart client").await.unwrap();
+    let client = sleuth_actors::nats_client::connect(&nats.url, "sleuth restart client").await.unwrap();
     let subjects = config.subjects();
     let mut asked = Vec::new();
     for &graceful in kinds {

@@ -22,7 +22,7 @@ use sleuth_tests::{nats::nats_server, unique};
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_responder_that_panics_is_restarted_and_the_endpoint_keeps_answering() {
     let nats = nats_server();
-    let client = sleuth_actors::bus::nats::connect(&nats.url, "sleuth supervision test").await.unwrap();
+    let client = sleuth_actors::nats_client::connect(&nats.url, "sleuth supervision test").await.unwrap();
     let service = client.service_builder().start("sleuth-supervision-test", "0.0.1").await.unwrap();
     let subject = format!("{}.echo", unique("supervision"));
     let endpoint = service.endpoint_builder().name("echo").add(subject.clone()).await.unwrap();

@@ -21,82 +21,10 @@ use tokio::sync::{Mutex, mpsc};
 use uuid::Uuid;
 
 use super::{Backlog, Bus, BusError, DeadLetter, DeadlineDelivery, DeadlineQueue, Delivery, WorkQueue};
-use crate::{config::Config, telemetry::TraceHeaders};
+use crate::{config::Config, nats_client::explain, telemetry::TraceHeaders};
 
 fn unavailable(e: impl std::fmt::Display) -> BusError {
     BusError::Unavailable(e.to_string())
-}
-
-/// Connects to NATS with the process name visible in `nats server report connections`. Credentials may be in
-/// the URL (`nats://planner:secret@nats:4222`). Permission violations the server reports are kept for
-/// [`explain`], because a request it refused otherwise only times out.
-pub async fn connect(url: &str, name: &str) -> Result<async_nats::Client, BusError> {
-    let (servers, credentials) = split_credentials(url);
-    let options = match credentials {
-        Some((user, Some(password))) => async_nats::ConnectOptions::with_user_and_password(user, password),
-        Some((token, None)) => async_nats::ConnectOptions::with_token(token),
-        None => async_nats::ConnectOptions::new(),
-    };
-    options
-        .name(name)
-        .event_callback(|event| async move {
-            if let async_nats::Event::ServerError(async_nats::ServerError::Other(message)) = event
-                && message.to_lowercase().contains("permissions violation")
-            {
-                tracing::error!(refused = %message, "nats refused an operation");
-                *REFUSED.lock().unwrap_or_else(|e| e.into_inner()) = Some((std::time::Instant::now(), message));
-            }
-        })
-        .connect(servers.as_str())
-        .await
-        .map_err(|e| {
-            BusError::Unavailable(format!("cannot connect to nats at {}: {e}", crate::secrets::redact_url(url)))
-        })
-}
-
-/// The server list without credentials, and the credentials of the URL: `user:password@` or `token@`.
-/// async-nats ignores credentials in a URL, so they are taken out and passed as options.
-fn split_credentials(url: &str) -> (String, Option<(String, Option<String>)>) {
-    let mut credentials = None;
-    let servers: Vec<String> = url
-        .split(',')
-        .map(|server| {
-            let server = server.trim();
-            match (server.find("://"), server.rfind('@')) {
-                (Some(scheme), Some(at)) if at > scheme => {
-                    let userinfo = &server[scheme + 3..at];
-                    let decode = |s: &str| percent_decode(s);
-                    credentials.get_or_insert_with(|| match userinfo.split_once(':') {
-                        Some((user, password)) => (decode(user), Some(decode(password))),
-                        None => (decode(userinfo), None),
-                    });
-                    format!("{}{}", &server[..scheme + 3], &server[at + 1..])
-                }
-                _ => server.to_string(),
-            }
-        })
-        .collect();
-    (servers.join(","), credentials)
-}
-
-/// `%XX` escapes of a URL's user part, so a password may hold any character.
-fn percent_decode(text: &str) -> String {
-    percent_encoding::percent_decode_str(text).decode_utf8_lossy().into_owned()
-}
-
-/// The last permission violation the server reported, and when.
-static REFUSED: std::sync::Mutex<Option<(std::time::Instant, String)>> = std::sync::Mutex::new(None);
-
-/// `message`, plus the permission violation the server reported in the last 30 s, if any: the subject a user
-/// may not use.
-pub fn explain(message: String) -> String {
-    let refused = REFUSED.lock().unwrap_or_else(|e| e.into_inner()).clone();
-    match refused {
-        Some((at, refusal)) if at.elapsed() < Duration::from_secs(30) => {
-            format!("{message} (the server refused: {refusal}; check this user's permissions)")
-        }
-        _ => message,
-    }
 }
 
 pub struct NatsBus {
@@ -477,10 +405,7 @@ impl Delivery for NatsDelivery {
     }
 
     async fn in_progress(&self) -> Result<(), BusError> {
-        match &self.message {
-            Some(m) => m.ack_with(AckKind::Progress).await.map_err(unavailable),
-            None => Ok(()),
-        }
+        in_progress(self.message.as_ref()).await
     }
 
     async fn ack(mut self: Box<Self>) -> Result<(), BusError> {
@@ -489,6 +414,14 @@ impl Delivery for NatsDelivery {
 
     async fn nak(mut self: Box<Self>, delay: Duration) -> Result<(), BusError> {
         nak(self.message.take(), delay).await
+    }
+}
+
+/// Extends the ack deadline of a message not yet answered.
+async fn in_progress(message: Option<&jetstream::Message>) -> Result<(), BusError> {
+    match message {
+        Some(m) => m.ack_with(AckKind::Progress).await.map_err(unavailable),
+        None => Ok(()),
     }
 }
 
@@ -551,10 +484,7 @@ impl DeadlineDelivery for NatsTimer {
     }
 
     async fn in_progress(&self) -> Result<(), BusError> {
-        match &self.message {
-            Some(m) => m.ack_with(AckKind::Progress).await.map_err(unavailable),
-            None => Ok(()),
-        }
+        in_progress(self.message.as_ref()).await
     }
 
     async fn ack(mut self: Box<Self>) -> Result<(), BusError> {
@@ -563,20 +493,5 @@ impl DeadlineDelivery for NatsTimer {
 
     async fn nak(mut self: Box<Self>, delay: Duration) -> Result<(), BusError> {
         nak(self.message.take(), delay).await
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn credentials_leave_the_url_and_become_options() {
-        let (servers, credentials) =
-            split_credentials("nats://planner:p%40ss@nats-0:4222, nats://planner:p%40ss@nats-1:4222");
-        assert_eq!(servers, "nats://nats-0:4222,nats://nats-1:4222");
-        assert_eq!(credentials, Some(("planner".into(), Some("p@ss".into()))));
-        assert_eq!(split_credentials("nats://s3cret@nats:4222").1, Some(("s3cret".into(), None)));
-        assert_eq!(split_credentials("nats://127.0.0.1:4222"), ("nats://127.0.0.1:4222".into(), None));
     }
 }

@@ -10,13 +10,25 @@ use figment::{
 use serde::{Deserialize, Serialize};
 
 mod backends;
+mod graph;
+mod intake;
 mod llm;
+mod loop_;
+mod nats;
 mod retrieval;
+mod stages;
 mod telemetry;
 
 pub use backends::BackendsConfig;
+pub use graph::{DatabaseConfig, GraphConfig};
+pub use intake::IntakeConfig;
 pub use llm::{AgentLlmConfig, FallbackLlmConfig, LlmConfig, StructuredOutput};
-pub use retrieval::{EmbedderConfig, EmbedderKind, IndexBackend, RerankKind, RetrievalConfig};
+pub use loop_::LoopConfig;
+pub use nats::NatsConfig;
+pub use retrieval::{
+    EmbedderConfig, EmbedderKind, FeatureWeights, FieldType, IndexBackend, RerankKind, RetrievalConfig,
+};
+pub use stages::{DebugConfig, StagesConfig};
 pub use telemetry::{OtlpProtocol, TelemetryConfig};
 
 /// Every environment variable sleuth reads, with what it does. `sleuth --help` and the README point here.
@@ -73,221 +85,6 @@ pub struct Config {
     pub intake: IntakeConfig,
     pub telemetry: TelemetryConfig,
     pub debug: DebugConfig,
-}
-
-/// Intake: conversations, routing and the retrieval cache (seed 001 §1–2).
-#[derive(Debug, Clone, Serialize, Deserialize)]
-#[serde(deny_unknown_fields, default)]
-pub struct IntakeConfig {
-    /// How long an idle conversation's turns are kept (the `sleuth_conversations` bucket's TTL).
-    pub conversation_ttl_s: u64,
-    /// Turns kept per conversation.
-    pub conversation_turns: usize,
-    /// Send every question down this route instead of the scored one (`sleuth eval --route agent` compares
-    /// routing against agent-for-everything). Meta-questions and clarifications keep their own.
-    pub force_route: Option<sleuth_messages::Route>,
-    /// Retrieval cache entries per retrieve-stage process; 0 turns the cache off.
-    pub cache_entries: usize,
-    pub cache_ttl_s: u64,
-    /// Intake refuses a request with `overloaded` when at least this many work items wait for a planner and,
-    /// at the rate planners take work, the request could not start within its time budget. 0 admits everything.
-    pub admission_min_backlog: u64,
-}
-
-impl Default for IntakeConfig {
-    fn default() -> Self {
-        IntakeConfig {
-            conversation_ttl_s: 1800,
-            conversation_turns: 10,
-            force_route: None,
-            cache_entries: 50,
-            cache_ttl_s: 300,
-            admission_min_backlog: 64,
-        }
-    }
-}
-
-/// Where the entity graph lives.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-#[serde(deny_unknown_fields, default)]
-pub struct DatabaseConfig {
-    /// `postgres://…`: the graph lives in PostgreSQL. `None`: SQLite at `<data_dir>/graph.sqlite`.
-    pub url: Option<String>,
-    pub pool_max_size: u32,
-}
-
-impl Default for DatabaseConfig {
-    fn default() -> Self {
-        DatabaseConfig { url: None, pool_max_size: 8 }
-    }
-}
-
-/// The graph stage's vocabulary and hard caps, enforced whatever an intent asks for (seed 000 §3.3).
-#[derive(Debug, Clone, Serialize, Deserialize)]
-#[serde(deny_unknown_fields, default)]
-pub struct GraphConfig {
-    /// The relations an edge may have and an intent may traverse. Anything else is refused.
-    pub relations: Vec<String>,
-    pub max_hops: u32,
-    pub max_fanout_per_hop: u32,
-    pub max_results: u32,
-    /// Server-side `statement_timeout` per query (Postgres).
-    pub statement_timeout_ms: u64,
-    /// Client-side timeout per primitive; the query is cancelled when it fires.
-    pub query_timeout_ms: u64,
-    /// Record `mentions` edges between documents when ingesting them.
-    pub link_mentions: bool,
-    /// Shortest document title or name that counts as a mention, in characters.
-    pub min_mention_chars: usize,
-    /// Load the bundled demo graph (anime, manga, characters) when the embedded graph and entity collection are
-    /// empty. Only with `retrieval.demo_corpus`, the in-process index and SQLite: never into a database you named.
-    pub demo_graph: bool,
-    /// Let the deterministic planner resolve the entities a question names and traverse the graph between them.
-    pub resolve_entities: bool,
-    /// The graph's entity types ("city", "person"), lowercase identifiers, known to every stage from the start.
-    /// The types found in the graph are added to them: the processes that open it (and `sleuth ingest graph`)
-    /// announce them in the `sleuth_meta` KV bucket, which the other processes follow. When not empty,
-    /// `sleuth ingest graph` refuses entities of other types.
-    pub entity_types: Vec<String>,
-}
-
-impl Default for GraphConfig {
-    fn default() -> Self {
-        GraphConfig {
-            relations: [
-                "prequel",
-                "sequel",
-                "spinoff",
-                "adapted_from",
-                "same_studio",
-                "shared_staff",
-                "co_appears",
-                "appears_in",
-                "shares_franchise",
-                "mentions",
-            ]
-            .map(String::from)
-            .to_vec(),
-            max_hops: 4,
-            max_fanout_per_hop: 100,
-            max_results: 100,
-            statement_timeout_ms: 2_000,
-            query_timeout_ms: 3_000,
-            link_mentions: true,
-            min_mention_chars: 4,
-            demo_graph: true,
-            resolve_entities: true,
-            entity_types: Vec::new(),
-        }
-    }
-}
-
-#[derive(Debug, Clone, Serialize, Deserialize)]
-#[serde(deny_unknown_fields, default)]
-pub struct NatsConfig {
-    /// `None` selects the embedded mode.
-    pub url: Option<String>,
-    pub prefix: String,
-    /// Appended to stream, consumer and bucket names so several deployments can share one server.
-    pub suffix: String,
-    /// How long a stage may hold a message without acking it (a live stage extends it with in-progress acks
-    /// every third of it), so the message of a killed stage is redelivered after at most this.
-    pub ack_wait_ms: u64,
-    pub max_deliver: i64,
-    /// Unacked messages a stage's consumer may have out at once, across its replicas: beyond it the stage
-    /// receives nothing more until it acks, so an overloaded stage holds work back in the stream.
-    pub max_ack_pending: i64,
-    pub duplicate_window_s: u64,
-    /// How long a request's loop state is kept.
-    pub loop_ttl_s: u64,
-    pub events_max_age_s: u64,
-    /// Replicas of every stream and KV bucket sleuth creates: 1 on a single server, 3 on a 3-node cluster.
-    pub replicas: usize,
-}
-
-impl Default for NatsConfig {
-    fn default() -> Self {
-        NatsConfig {
-            url: None,
-            prefix: sleuth_messages::subjects::DEFAULT_PREFIX.to_string(),
-            suffix: String::new(),
-            ack_wait_ms: 4_000,
-            max_deliver: 5,
-            max_ack_pending: 1_000,
-            duplicate_window_s: 120,
-            loop_ttl_s: 3600,
-            events_max_age_s: 3600,
-            replicas: 1,
-        }
-    }
-}
-
-#[derive(Debug, Clone, Serialize, Deserialize)]
-#[serde(deny_unknown_fields, default)]
-pub struct LoopConfig {
-    /// Turn cap of the enhanced route; the fast route takes one pass by construction.
-    pub max_turns_standard: u32,
-    /// Turn cap of the agent route, and the most any request may ask for.
-    pub max_turns_deep: u32,
-    pub no_new_information_rounds: u32,
-    pub max_zero_result_steps: u32,
-    pub max_hits_per_search: u32,
-    /// LLM tokens (input and output) one request may spend; 0 means no budget. The deterministic agents spend
-    /// none.
-    pub token_budget: u32,
-    /// Default time budget of a request.
-    pub timeout_ms: u64,
-    /// Upper bound for a request's own `timeout_ms`.
-    pub max_timeout_ms: u64,
-    /// Longest accepted question, in bytes.
-    pub max_query_bytes: usize,
-    /// How long past its deadline a request may go unanswered before the deadline watchdog answers it from what
-    /// was gathered (when the stage holding it is down, or too slow).
-    pub deadline_grace_ms: u64,
-}
-
-impl Default for LoopConfig {
-    fn default() -> Self {
-        LoopConfig {
-            max_turns_standard: 5,
-            max_turns_deep: 10,
-            no_new_information_rounds: 2,
-            max_zero_result_steps: 3,
-            max_hits_per_search: 8,
-            token_budget: 100_000,
-            timeout_ms: 60_000,
-            max_timeout_ms: 300_000,
-            max_query_bytes: 4096,
-            deadline_grace_ms: 300,
-        }
-    }
-}
-
-#[derive(Debug, Clone, Serialize, Deserialize)]
-#[serde(deny_unknown_fields, default)]
-pub struct StagesConfig {
-    /// Workers per stage in this process.
-    pub workers: usize,
-    /// On SIGTERM, how long the deliveries in hand may take to finish before the process exits anyway (what is
-    /// unfinished is redelivered to another replica). Keep it under the orchestrator's grace period.
-    pub shutdown_grace_ms: u64,
-}
-
-impl Default for StagesConfig {
-    fn default() -> Self {
-        StagesConfig { workers: 2, shutdown_grace_ms: 20_000 }
-    }
-}
-
-/// Knobs for tests and demos; never needed in production.
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
-#[serde(deny_unknown_fields, default)]
-pub struct DebugConfig {
-    /// Every stage in this process sleeps this long before its work (to make crash tests land mid-request).
-    pub stage_delay_ms: u64,
-    /// 0: off. T > 0: the planner, retrieve, graph, grader and synthesizer of this process do null work (one
-    /// trivial card per turn, sufficient from turn T on) around the real runtime (`sleuth bench --null-backends`).
-    pub null_work_turns: u32,
 }
 
 #[derive(Debug, thiserror::Error)]

@@ -50,9 +50,9 @@ pub struct RetrievalConfig {
     /// Minimum cosine similarity for dense candidates.
     pub dense_threshold: Option<f32>,
     pub rerank: RerankKind,
-    pub rerank_weights: crate::retrieval::rerank::FeatureWeights,
+    pub rerank_weights: FeatureWeights,
     /// Extra filterable fields, stored under `metadata.<name>` and indexed at start-up: keyword, integer, float, bool.
-    pub filter_fields: std::collections::BTreeMap<String, crate::index::FieldType>,
+    pub filter_fields: std::collections::BTreeMap<String, FieldType>,
 }
 
 impl Default for RetrievalConfig {
@@ -124,4 +124,31 @@ impl Default for EmbedderConfig {
             batch: 64,
         }
     }
+}
+
+/// Weights of the feature reranker's features (`retrieval/rerank.rs`).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct FeatureWeights {
+    pub fused: f32,
+    pub dense: f32,
+    pub title: f32,
+    pub bridge: f32,
+    pub link: f32,
+}
+
+impl Default for FeatureWeights {
+    fn default() -> Self {
+        FeatureWeights { fused: 1.0, dense: 1.0, title: 1.5, bridge: 0.6, link: 0.6 }
+    }
+}
+
+/// The type of a filterable payload field; each gets a payload index of the same type at start-up.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum FieldType {
+    Keyword,
+    Integer,
+    Float,
+    Bool,
 }

@@ -20,10 +20,11 @@ use crate::{
     config::Config,
     index::PayloadFilter,
     ingest,
+    machine::ranking::ranking,
     node::Node,
     reader,
     retrieval::Retriever,
-    stages::{intake::chain::links, ranking::ranking, synthesizer::NO_EVIDENCE},
+    stages::{intake::chain::links, synthesizer::NO_EVIDENCE},
 };
 
 mod answers;

@@ -2,6 +2,23 @@
 //! A backend answers one traversal query, [`GraphStore::expand`] (a frontier's capped adjacency, batched);
 //! the bounded primitives in `primitives.rs` are built on it, so both backends have the same semantics.
 
+/// `GraphStore::stats` of a sqlx pool: both SQL backends count entities by type and edges by relation with the
+/// same statements.
+macro_rules! count_stats {
+    ($pool:expr) => {{
+        let mut stats = GraphStats::default();
+        for r in
+            sqlx::query("SELECT entity_type, count(*) AS n FROM entities GROUP BY entity_type").fetch_all($pool).await?
+        {
+            stats.entities_by_type.insert(r.try_get("entity_type")?, r.try_get::<i64, _>("n")? as u64);
+        }
+        for r in sqlx::query("SELECT relation, count(*) AS n FROM edges GROUP BY relation").fetch_all($pool).await? {
+            stats.edges_by_relation.insert(r.try_get("relation")?, r.try_get::<i64, _>("n")? as u64);
+        }
+        Ok(stats)
+    }};
+}
+
 pub mod bench;
 pub mod guarded;
 pub mod mentions;
@@ -13,15 +30,55 @@ pub mod traced;
 
 use std::{collections::BTreeMap, sync::Arc, time::Duration};
 
+use anyhow::Context as _;
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
-use sleuth_messages::{EntityType, JsonMap};
+use sleuth_messages::{EntityRef, EntityType, JsonMap};
 use uuid::Uuid;
 
 use crate::config::Config;
 
 /// Namespace of the UUIDs given to documents, so a document's graph node is a function of its id.
 const DOCUMENT_NAMESPACE: Uuid = Uuid::from_u128(0x5e0d_7a11_9c1b_4d6e_8f00_d0c5_0000_0001);
+
+/// An entity from the columns both SQL backends store it in (aliases and attributes as JSON text).
+fn entity_from(
+    id: Uuid,
+    entity_type: String,
+    name: String,
+    aliases: &str,
+    popularity: f64,
+    attributes: &str,
+) -> Result<Entity, GraphError> {
+    Ok(Entity {
+        id,
+        entity_type,
+        name,
+        aliases: serde_json::from_str(aliases).context("entity aliases are not a JSON array")?,
+        popularity,
+        attributes: serde_json::from_str(attributes).context("entity attributes are not a JSON object")?,
+    })
+}
+
+/// The node id an entity reference names: documents by their id, other entities by their UUID.
+pub fn node_of(entity: &EntityRef) -> Result<Uuid, String> {
+    if entity.entity_type.is_document() {
+        return Ok(document_node(&entity.id));
+    }
+    Uuid::parse_str(entity.id.trim()).map_err(|_| {
+        format!(
+            "{} id {:?} is not a UUID; resolve the entity with a qdrant_search first",
+            entity.entity_type, entity.id
+        )
+    })
+}
+
+/// The protocol's reference to a stored entity: documents by their `doc_id`.
+pub fn entity_ref(entity: &Entity) -> Option<EntityRef> {
+    let entity_type = EntityType::parse(&entity.entity_type)?;
+    let id = if entity_type.is_document() { entity.doc_id()?.to_string() } else { entity.id.to_string() };
+    Some(EntityRef { entity_type, id })
+}
 
 /// The graph node of document `doc_id`.
 pub fn document_node(doc_id: &str) -> Uuid {

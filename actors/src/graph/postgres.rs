@@ -7,7 +7,8 @@ use sqlx::{PgPool, Postgres, Row, Transaction, postgres::PgPoolOptions};
 use uuid::Uuid;
 
 use super::{
-    Adjacent, Entity, Expand, GraphError, GraphStats, GraphStore, GraphWrite, Timeouts, last_wins, search_names, within,
+    Adjacent, Entity, Expand, GraphError, GraphStats, GraphStore, GraphWrite, Timeouts, entity_from, last_wins,
+    search_names, within,
 };
 
 /// Rows per multi-row statement when writing.
@@ -63,25 +64,6 @@ impl PgGraph {
         sqlx::query("SELECT set_config('statement_timeout', $1, true)").bind(ms).execute(&mut *tx).await?;
         Ok(tx)
     }
-}
-
-/// The URL without its password, for error messages.
-pub(super) fn entity_from(
-    id: Uuid,
-    entity_type: String,
-    name: String,
-    aliases: &str,
-    popularity: f64,
-    attributes: &str,
-) -> Result<Entity, GraphError> {
-    Ok(Entity {
-        id,
-        entity_type,
-        name,
-        aliases: serde_json::from_str(aliases).context("entity aliases are not a JSON array")?,
-        popularity,
-        attributes: serde_json::from_str(attributes).context("entity attributes are not a JSON object")?,
-    })
 }
 
 fn pg_entity(row: &sqlx::postgres::PgRow) -> Result<Entity, GraphError> {
@@ -284,19 +266,7 @@ impl GraphStore for PgGraph {
     }
 
     async fn stats(&self) -> Result<GraphStats, GraphError> {
-        let mut stats = GraphStats::default();
-        for r in sqlx::query("SELECT entity_type, count(*) AS n FROM entities GROUP BY entity_type")
-            .fetch_all(&self.pool)
-            .await?
-        {
-            stats.entities_by_type.insert(r.try_get("entity_type")?, r.try_get::<i64, _>("n")? as u64);
-        }
-        for r in
-            sqlx::query("SELECT relation, count(*) AS n FROM edges GROUP BY relation").fetch_all(&self.pool).await?
-        {
-            stats.edges_by_relation.insert(r.try_get("relation")?, r.try_get::<i64, _>("n")? as u64);
-        }
-        Ok(stats)
+        count_stats!(&self.pool)
     }
 }
 

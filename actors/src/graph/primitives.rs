@@ -19,6 +19,13 @@ pub struct Bounds {
     pub max_results: u32,
 }
 
+impl From<&crate::config::GraphConfig> for Bounds {
+    /// The configured hard caps.
+    fn from(g: &crate::config::GraphConfig) -> Bounds {
+        Bounds { max_hops: g.max_hops, max_fanout_per_hop: g.max_fanout_per_hop, max_results: g.max_results }
+    }
+}
+
 /// Most nodes one side of a traversal may hold; past it, expansion stops (a hub-dense graph stays bounded).
 pub const MAX_VISITED: usize = 20_000;
 

@@ -13,8 +13,8 @@ use sqlx::{
 use uuid::Uuid;
 
 use super::{
-    Adjacent, Entity, Expand, GraphError, GraphStats, GraphStore, GraphWrite, Timeouts, last_wins,
-    postgres::entity_from, search_names, within,
+    Adjacent, Entity, Expand, GraphError, GraphStats, GraphStore, GraphWrite, Timeouts, entity_from, last_wins,
+    search_names, within,
 };
 
 pub struct SqliteGraph {
@@ -292,18 +292,6 @@ impl GraphStore for SqliteGraph {
     }
 
     async fn stats(&self) -> Result<GraphStats, GraphError> {
-        let mut stats = GraphStats::default();
-        for r in sqlx::query("SELECT entity_type, count(*) AS n FROM entities GROUP BY entity_type")
-            .fetch_all(&self.pool)
-            .await?
-        {
-            stats.entities_by_type.insert(r.try_get("entity_type")?, r.try_get::<i64, _>("n")? as u64);
-        }
-        for r in
-            sqlx::query("SELECT relation, count(*) AS n FROM edges GROUP BY relation").fetch_all(&self.pool).await?
-        {
-            stats.edges_by_relation.insert(r.try_get("relation")?, r.try_get::<i64, _>("n")? as u64);
-        }
-        Ok(stats)
+        count_stats!(&self.pool)
     }
 }

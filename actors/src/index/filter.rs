@@ -3,19 +3,10 @@
 
 use std::collections::BTreeMap;
 
-use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use sleuth_messages::JsonMap;
 
-/// The type of a filterable payload field; each gets a payload index of the same type at start-up.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum FieldType {
-    Keyword,
-    Integer,
-    Float,
-    Bool,
-}
+pub use crate::config::FieldType;
 
 /// One condition on one payload field.
 #[derive(Debug, Clone, PartialEq)]

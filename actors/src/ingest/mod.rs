@@ -3,6 +3,8 @@
 
 pub mod chunk;
 pub mod graph;
+pub mod links;
+pub mod target;
 
 use std::{
     path::{Path, PathBuf},
@@ -228,7 +230,7 @@ pub async fn ingest(retriever: &Retriever, docs: Vec<Document>, progress: bool) 
     retriever.index.flush().await?;
     if let Some(graph) = &retriever.graph {
         bar.set_message("linking mentions");
-        let linked = crate::graph::mentions::link_documents(graph.as_ref(), &docs, retriever.min_mention_chars)
+        let linked = links::link_documents(graph.as_ref(), &docs, retriever.min_mention_chars)
             .await
             .context("cannot record the documents' mention links in the graph")?;
         summary.links = linked.links;

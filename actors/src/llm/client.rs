@@ -19,6 +19,7 @@ use tracing::{Instrument, field::Empty};
 use super::{
     Agent, Breaker, ChatMessage, LlmError, Usage,
     modes::{self, Probe},
+    schema::SchemaSpec,
 };
 use crate::config::{AgentLlmConfig, LlmConfig, StructuredOutput};
 use crate::guard::{backoff, retry_after::RetryAfterService};
@@ -31,13 +32,6 @@ struct Provider {
     model: Option<String>,
     /// How this endpoint is asked for JSON, once `auto` has probed it.
     mode: OnceCell<StructuredOutput>,
-}
-
-/// A JSON schema the reply must follow, named for the server (`[a-zA-Z0-9_-]`, at most 64 characters).
-#[derive(Debug, Clone)]
-pub struct SchemaSpec {
-    pub name: &'static str,
-    pub schema: Value,
 }
 
 /// One completion.

@@ -142,7 +142,7 @@ fn clean(text: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::stages::fixtures;
+    use crate::fixtures;
 
     #[test]
     fn a_document_cannot_close_the_untrusted_block() {

@@ -11,13 +11,15 @@ pub mod client;
 pub mod context;
 pub mod modes;
 pub mod prompts;
+pub mod schema;
 pub mod structured;
 
 use serde::Serialize;
 
 pub use crate::guard::Breaker;
 pub use agent::LlmAgent;
-pub use client::{ChatReply, LlmClient, SchemaSpec};
+pub use client::{ChatReply, LlmClient};
+pub use schema::SchemaSpec;
 pub use structured::{Structured, StructuredSpec};
 
 /// Which agent is calling: picks the per-agent model, temperature, token and time limits.

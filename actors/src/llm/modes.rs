@@ -7,7 +7,7 @@
 
 use serde_json::{Value, json};
 
-use super::{ChatMessage, client::SchemaSpec};
+use super::{ChatMessage, schema::SchemaSpec};
 use crate::config::StructuredOutput;
 
 /// The probe's schema name and the one field it asks for.
@@ -66,7 +66,7 @@ pub fn probe_request() -> (Vec<ChatMessage>, SchemaSpec) {
 
 /// Whether a probe reply follows the probe's schema.
 pub fn follows_probe(text: &str) -> bool {
-    serde_json::from_str::<Value>(super::structured::extract_json(text))
+    serde_json::from_str::<Value>(super::schema::extract_json(text))
         .is_ok_and(|v| v.get("ok").is_some_and(Value::is_boolean))
 }
 

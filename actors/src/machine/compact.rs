@@ -7,7 +7,8 @@
 
 use sleuth_messages::{ActionOutcome, ActionResult, LoopState};
 
-use crate::{stages::ranking, text};
+use super::ranking;
+use crate::text;
 
 /// Card text kept before compaction starts, in bytes: seed 002 §9.1's 50K tokens at about 4 bytes a token.
 pub const CARD_TEXT_BUDGET: usize = 200_000;
@@ -66,7 +67,7 @@ mod tests {
     use sleuth_messages::{Action, Hit, JsonMap, NextStep, Phase, RetrievalResult, SearchIntent};
 
     use super::*;
-    use crate::{machine::apply_outcome, stages::fixtures};
+    use crate::{fixtures, machine::apply_outcome};
 
     fn hit(turn: u32, i: usize) -> Hit {
         Hit {

@@ -1,6 +1,6 @@
 //! The loop state machine: plain functions from a [`LoopState`] (plus a stage's result) to the next one. No I/O, no clock.
 //!
-//! Every stage follows the same rule (DESIGN.md § Delivery): load the state, check with [`expects`] that the
+//! Every stage follows the same rule (at-least-once delivery, exactly-once effect): load the state, check with [`expects`] that the
 //! work still applies, compute the new state with one of the `apply_*` functions, commit it with
 //! compare-and-swap, then publish [`next_messages`] of the committed state. Because what is published is a
 //! function of the state alone, a redelivered or re-run message can only re-publish the same messages,
@@ -9,6 +9,7 @@
 mod caps;
 mod compact;
 mod outbound;
+pub mod ranking;
 #[cfg(test)]
 mod tests;
 

@@ -7,13 +7,10 @@ use sleuth_messages::{
 use uuid::Uuid;
 
 use super::*;
-use crate::{
-    config::LoopConfig,
-    stages::{fixtures::report, intake},
-};
+use crate::{config::LoopConfig, fixtures::report, stages::intake};
 
 fn state() -> LoopState {
-    let analysis = intake::analyze("Which anime is Luffy in?", &crate::stages::fixtures::demo_types());
+    let analysis = intake::analyze("Which anime is Luffy in?", &crate::fixtures::demo_types());
     new_state(NewRequest {
         request_id: Uuid::now_v7(),
         request: AskRequest::new("Which anime is Luffy in?"),
@@ -299,7 +296,7 @@ fn an_unavailable_backend_is_recorded_once_and_the_answer_carries_it() {
 
     let mut s = s;
     s.phase = Phase::Synthesizing;
-    let response = crate::stages::synthesizer::synthesize(&s, &crate::stages::fixtures::demo_types());
+    let response = crate::stages::synthesizer::synthesize(&s, &crate::fixtures::demo_types());
     let done = apply_response(&s, response, 3_000).unwrap();
     let Some(Outcome::Answer(answer)) = done.outcome else { panic!("an answer") };
     assert_eq!(answer.degraded, s.degraded);

@@ -12,8 +12,8 @@
 //! `BENCHMARKS.md` has its effect on the 2Wiki dev set against RRF alone.
 
 use async_trait::async_trait;
-use serde::{Deserialize, Serialize};
 
+pub use crate::config::FeatureWeights;
 use crate::{embed::cosine, index::Candidate};
 
 #[async_trait]
@@ -39,23 +39,6 @@ impl Reranker for KeepFused {
 
     async fn rerank(&self, _: &str, _: Option<&[f32]>, candidates: Vec<Candidate>) -> anyhow::Result<Vec<Candidate>> {
         Ok(candidates)
-    }
-}
-
-/// Weights of [`FeatureReranker`]'s features.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields, default)]
-pub struct FeatureWeights {
-    pub fused: f32,
-    pub dense: f32,
-    pub title: f32,
-    pub bridge: f32,
-    pub link: f32,
-}
-
-impl Default for FeatureWeights {
-    fn default() -> Self {
-        FeatureWeights { fused: 1.0, dense: 1.0, title: 1.5, bridge: 0.6, link: 0.6 }
     }
 }
 

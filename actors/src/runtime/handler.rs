@@ -1,4 +1,5 @@
-//! The delivery handler: the one place that implements DESIGN.md § Delivery for every stage.
+//! The delivery handler: the one place that implements the delivery rule (at-least-once delivery,
+//! exactly-once effect: ARCHITECTURE.md, Delivery) for every stage.
 //!
 //! 1. load the state and its revision; if the work is already applied, skip to 4;
 //! 2. do the work (with in-progress acks while it runs, dropped if the request is cancelled);

@@ -4,9 +4,12 @@
 pub mod admission;
 pub mod cancel;
 pub mod dead_letters;
+pub mod endpoint;
 pub mod finish;
 pub mod handler;
+pub mod intake;
 pub mod kv;
+pub mod lanes;
 pub mod responder;
 pub mod startup;
 mod stats;

@@ -12,7 +12,7 @@ use ractor::Actor;
 use sleuth_messages::{AskRequest, EventBody, LoopState, Outcome, Stage, WorkItem};
 
 use super::{
-    Counter, NodeContext,
+    Counter, NodeContext, intake,
     supervisor::{NodeSupervisor, Pool, StageArgs},
     worker::WorkerArgs,
 };
@@ -21,7 +21,7 @@ use crate::{
     config::Config,
     ingest,
     retrieval::Retriever,
-    stages::{StageLogic, grader::Grader, intake, planner::Planner, retrieve::Retrieve, synthesizer::Synthesizer},
+    stages::{StageLogic, grader::Grader, planner::Planner, retrieve::Retrieve, synthesizer::Synthesizer},
     store::{StateStore, memory::MemoryStore},
 };
 

@@ -6,7 +6,7 @@ use sleuth_messages::{CheckOutcome, LoopState, Stage, SufficiencyReport, WorkIte
 
 use super::{
     StageLogic,
-    bridge::{BridgeGroup, bridge_groups, needs_bridge},
+    deterministic::bridge::{BridgeGroup, bridge_groups, needs_bridge},
 };
 use crate::{entity_types::KnownTypes, machine, telemetry, text};
 
@@ -58,7 +58,7 @@ pub fn require_graph_bridges(state: &LoopState, report: &mut SufficiencyReport) 
     if !needs_bridge(state) {
         return;
     }
-    let pending = super::bridge::graph_pending(state);
+    let pending = super::deterministic::bridge::graph_pending(state);
     report.checks.push(check(
         "graph_bridge_followed",
         !pending,
@@ -82,10 +82,10 @@ pub fn require_entity_graph(
     report: &mut SufficiencyReport,
     types: &crate::entity_types::EntityTypes,
 ) {
-    if super::resolve::entity_question(state, types).is_none() {
+    if super::deterministic::resolve::entity_question(state, types).is_none() {
         return;
     }
-    let next = super::resolve::entity_step(state, types);
+    let next = super::deterministic::resolve::entity_step(state, types);
     report.checks.push(check(
         "entity_graph_followed",
         next.is_none(),

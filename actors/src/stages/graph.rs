@@ -16,7 +16,7 @@ use super::StageLogic;
 use crate::{
     config::GraphConfig,
     graph::{
-        Direction, Entity, GraphError, GraphStore, document_node,
+        Direction, Entity, GraphError, GraphStore, entity_ref, node_of,
         primitives::{self, Bounds, Path, Reached, Traversal},
     },
     guard, machine,
@@ -78,19 +78,6 @@ pub struct Checked {
     pub end: Option<Uuid>,
     pub traversal: Traversal,
     pub bounds: Bounds,
-}
-
-/// The node id an entity reference names: documents by their id, other entities by their UUID.
-pub fn node_of(entity: &EntityRef) -> Result<Uuid, String> {
-    if entity.entity_type.is_document() {
-        return Ok(document_node(&entity.id));
-    }
-    Uuid::parse_str(entity.id.trim()).map_err(|_| {
-        format!(
-            "{} id {:?} is not a UUID; resolve the entity with a qdrant_search first",
-            entity.entity_type, entity.id
-        )
-    })
 }
 
 /// Validates `intent` against the vocabulary and clamps its caps. Filters may hold `direction`
@@ -204,7 +191,9 @@ pub async fn execute(
                 }
             );
             let node_ids = [&cmp.a, &cmp.b].into_iter().filter_map(entity_ref).collect();
-            let evidence = super::graph_evidence::comparison_statement(&cmp.a, &cmp.b, &summary).into_iter().collect();
+            let evidence = super::deterministic::graph_evidence::comparison_statement(&cmp.a, &cmp.b, &summary)
+                .into_iter()
+                .collect();
             return Ok(GraphResult { summary, paths: vec![], node_ids, count: 2, meta, evidence });
         }
     };
@@ -249,8 +238,8 @@ pub async fn execute(
         ),
     };
     let count = if paths.is_empty() { node_ids.len() } else { graph_paths.len() } as u32;
-    let mut evidence = super::graph_evidence::path_statements(&paths, &names);
-    evidence.extend(super::graph_evidence::reached_statements(&reached, &names));
+    let mut evidence = super::deterministic::graph_evidence::path_statements(&paths, &names);
+    evidence.extend(super::deterministic::graph_evidence::reached_statements(&reached, &names));
     Ok(GraphResult { summary, paths: graph_paths, node_ids, count, meta, evidence })
 }
 
@@ -258,13 +247,6 @@ async fn names_of(store: &dyn GraphStore, mut ids: Vec<Uuid>) -> Result<HashMap<
     ids.sort();
     ids.dedup();
     Ok(store.entities(&ids).await?.into_iter().map(|e| (e.id, e)).collect())
-}
-
-/// The protocol's reference to a stored entity: documents by their `doc_id`.
-pub fn entity_ref(entity: &Entity) -> Option<EntityRef> {
-    let entity_type = EntityType::parse(&entity.entity_type)?;
-    let id = if entity_type.is_document() { entity.doc_id()?.to_string() } else { entity.id.to_string() };
-    Some(EntityRef { entity_type, id })
 }
 
 fn node_json(entity: &Entity, reference: &EntityRef) -> Value {

@@ -106,7 +106,7 @@ fn merge(report: &mut SufficiencyReport, judged: SufficiencyReport) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::stages::fixtures::report;
+    use crate::fixtures::report;
 
     #[test]
     fn failed_checks_outvote_a_sufficient_llm_and_an_insufficient_llm_is_binding() {

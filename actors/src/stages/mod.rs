@@ -1,22 +1,17 @@
-//! The stages of the loop, one file each. A stage's logic is a [`StageLogic`]: given the loop state and the work
-//! item, compute the next state. The runtime (`runtime/handler.rs`) does everything else: loading, CAS, publishing.
+//! The stages of the loop, one file each (the LLM twin of a deterministic stage beside it). A stage's logic is a
+//! [`StageLogic`]: given the loop state and the work item, compute the next state. The runtime
+//! (`runtime/handler.rs`) does everything else: loading, CAS, publishing. `intake/` is the entry stage's analysis
+//! (its I/O is `runtime/intake.rs`); `deterministic/` holds what the deterministic planner, grader and
+//! synthesizer share.
 
-pub mod bridge;
-pub mod coverage;
-pub mod entity_answer;
-#[cfg(test)]
-pub mod fixtures;
+pub mod deterministic;
 pub mod grader;
 pub mod graph;
-pub mod graph_evidence;
 pub mod intake;
 pub mod llm_grader;
 pub mod llm_planner;
 pub mod llm_synthesizer;
-pub mod null;
 pub mod planner;
-pub mod ranking;
-pub mod resolve;
 pub mod retrieve;
 pub mod synthesizer;
 

@@ -12,13 +12,15 @@ use sleuth_messages::{
 
 use super::{
     StageLogic,
-    bridge::{bridge_groups, expand_action, fetch_action, graph_anchors, graph_bridges, needs_bridge},
-    resolve,
+    deterministic::{
+        bridge::{bridge_groups, expand_action, fetch_action, graph_anchors, graph_bridges, needs_bridge},
+        resolve,
+    },
 };
 use crate::{entity_types::KnownTypes, machine, text};
 
 /// The deterministic planner. With `resolve_entities`, questions about the graph's entities resolve their names
-/// and traverse the graph ([`resolve`](super::resolve)). With `graph_bridges`, multi-hop questions follow the
+/// and traverse the graph ([`resolve`](super::deterministic::resolve)). With `graph_bridges`, multi-hop questions follow the
 /// anchors' mention links through the graph stage; without, they search for the names the anchors' relation
 /// sentences carry.
 #[derive(Debug, Clone, Default)]
@@ -356,7 +358,7 @@ mod tests {
     use sleuth_messages::{ActionOutcome, ActionResult, EntityType, RetrievalResult, TurnRecord};
 
     use super::*;
-    use crate::stages::fixtures;
+    use crate::fixtures;
 
     fn entity_search(query: &str) -> Action {
         let mut intent = SearchIntent::documents("resolve the name", query);

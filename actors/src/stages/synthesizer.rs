@@ -11,7 +11,7 @@ use sleuth_messages::{
     WorkItem,
 };
 
-use super::{StageLogic, entity_answer::EntityAnswer};
+use super::{StageLogic, deterministic::entity_answer::EntityAnswer};
 use crate::{
     entity_types::KnownTypes,
     machine,
@@ -109,12 +109,13 @@ pub fn synthesize(state: &LoopState, types: &crate::entity_types::EntityTypes) -
     }
     // Only the head of the final ranking is read and quoted: the answer rests on the best evidence, and what it
     // cites is what the request reports as its best passages.
-    let window: Vec<&Card> = super::ranking::ranking(state).into_iter().take(super::ranking::ANSWER_WINDOW).collect();
-    if let Some(found) = super::entity_answer::entity_answer(state, types) {
+    let window: Vec<&Card> =
+        crate::machine::ranking::ranking(state).into_iter().take(crate::machine::ranking::ANSWER_WINDOW).collect();
+    if let Some(found) = super::deterministic::entity_answer::entity_answer(state, types) {
         let reading = read(state, &window);
         return with_short_answer(entity_response(state, found, reading.as_ref(), evidence, reason), reading.as_ref());
     }
-    let uncovered = super::coverage::uncovered(state, &window);
+    let uncovered = super::deterministic::coverage::uncovered(state, &window);
     if !uncovered.is_empty() {
         evidence.insert("uncovered".into(), uncovered.clone().into());
         let answer = format!(
@@ -147,7 +148,7 @@ pub fn synthesize(state: &LoopState, types: &crate::entity_types::EntityTypes) -
     // A multi-hop answer quotes every link of the chain it followed: the anchors it expanded through the graph
     // and the bridge documents it fetched from them, each by its best sentence.
     let stems_ref = &stems;
-    for doc_id in super::bridge::chain_documents(state) {
+    for doc_id in super::deterministic::bridge::chain_documents(state) {
         if best.iter().any(|(_, card, _)| card.hit.doc_id == doc_id) {
             continue;
         }
@@ -193,7 +194,7 @@ fn read<'a>(state: &LoopState, window: &[&'a Card]) -> Option<Reading<'a>> {
         "" => &state.analysis.normalized,
         rewritten => rewritten,
     };
-    reader::read(question, window, super::bridge::chain_links(state))
+    reader::read(question, window, super::deterministic::bridge::chain_links(state))
 }
 
 /// The short answer as the reply's first sentence, cited by the cards that support it: "One Piece [15]. "

@@ -74,10 +74,10 @@ pub async fn open_kv(
         ..Default::default()
     })
     .await
-    .map_err(|e| unavailable(crate::bus::nats::explain(format!("cannot create kv bucket {bucket}: {e}"))))?;
+    .map_err(|e| unavailable(crate::nats_client::explain(format!("cannot create kv bucket {bucket}: {e}"))))?;
     js.get_key_value(bucket)
         .await
-        .map_err(|e| unavailable(crate::bus::nats::explain(format!("cannot open kv bucket {bucket}: {e}"))))
+        .map_err(|e| unavailable(crate::nats_client::explain(format!("cannot open kv bucket {bucket}: {e}"))))
 }
 
 #[async_trait]

@@ -112,7 +112,7 @@ mod tests {
     use super::*;
 
     fn state(phase: Phase) -> LoopState {
-        let mut state = crate::stages::fixtures::state_for("Which anime is Luffy in?");
+        let mut state = crate::fixtures::state_for("Which anime is Luffy in?");
         state.phase = phase;
         state
     }

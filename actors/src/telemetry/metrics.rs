@@ -1,8 +1,10 @@
 //! Prometheus metrics through the `metrics` facade and `metrics-exporter-prometheus`. Every metric sleuth
-//! exports is named here, so `/metrics` and ARCHITECTURE.md can be checked against one list.
+//! exports is named here (the runtime's per-stage counters are the [`Counter`]s), so `/metrics` and
+//! ARCHITECTURE.md can be checked against one list.
 //!
-//! Counters that tests and `nats micro stats` also read go through [`crate::runtime::Stats`], which increments
-//! the Prometheus counter in the same call, so the two can never disagree.
+//! The [`Counter`]s, which tests and `nats micro stats` also read, are incremented through
+//! [`crate::runtime::Stats`], which increments the Prometheus counter in the same call, so the two can never
+//! disagree.
 
 use std::sync::OnceLock;
 
@@ -85,7 +87,7 @@ fn describe() {
     );
     describe_counter!(CACHE_HITS, "retrieval cache hits in this process");
     describe_counter!(CACHE_MISSES, "retrieval cache misses in this process");
-    for counter in crate::runtime::Counter::ALL {
+    for counter in Counter::ALL {
         describe_counter!(counter.metric(), counter.help());
     }
 }
@@ -206,4 +208,96 @@ pub fn retrieval_cache(hits: u64, misses: u64) {
     }
     counter!(CACHE_HITS).absolute(hits);
     counter!(CACHE_MISSES).absolute(misses);
+}
+
+/// What the runtime counts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Counter {
+    /// A delivery whose work was committed.
+    Applied,
+    /// A delivery whose effect was already recorded: re-published and acked, nothing re-done.
+    Duplicates,
+    /// A delivery for a request whose state is gone.
+    Orphans,
+    /// A delivery that arrived more than once (JetStream redelivered it).
+    Redeliveries,
+    /// A compare-and-swap that lost to another writer and was retried.
+    CasConflicts,
+    /// A delivery whose handling failed and was handed back for redelivery.
+    Failures,
+    /// A request ended with an error after its work failed `max_deliver` times.
+    DeadLetters,
+    /// A worker actor that panicked and was restarted.
+    Restarts,
+    /// A stage supervisor that failed and was restarted.
+    StageRestarts,
+    /// In-flight work dropped because its request was cancelled.
+    Cancelled,
+    /// A request answered by the deadline watchdog.
+    WatchdogAnswers,
+}
+
+impl Counter {
+    pub const ALL: [Counter; 11] = [
+        Counter::Applied,
+        Counter::Duplicates,
+        Counter::Orphans,
+        Counter::Redeliveries,
+        Counter::CasConflicts,
+        Counter::Failures,
+        Counter::DeadLetters,
+        Counter::Restarts,
+        Counter::StageRestarts,
+        Counter::Cancelled,
+        Counter::WatchdogAnswers,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Counter::Applied => "applied",
+            Counter::Duplicates => "duplicates",
+            Counter::Orphans => "orphans",
+            Counter::Redeliveries => "redeliveries",
+            Counter::CasConflicts => "cas_conflicts",
+            Counter::Failures => "failures",
+            Counter::DeadLetters => "dead_letters",
+            Counter::Restarts => "restarts",
+            Counter::StageRestarts => "stage_restarts",
+            Counter::Cancelled => "cancelled",
+            Counter::WatchdogAnswers => "watchdog_answers",
+        }
+    }
+
+    /// The Prometheus counter, labelled by `stage`.
+    pub fn metric(self) -> &'static str {
+        match self {
+            Counter::Applied => "sleuth_work_applied_total",
+            Counter::Duplicates => "sleuth_duplicates_skipped_total",
+            Counter::Orphans => "sleuth_orphans_total",
+            Counter::Redeliveries => "sleuth_redeliveries_total",
+            Counter::CasConflicts => "sleuth_cas_conflicts_total",
+            Counter::Failures => "sleuth_work_failures_total",
+            Counter::DeadLetters => "sleuth_dead_letters_total",
+            Counter::Restarts => "sleuth_worker_restarts_total",
+            Counter::StageRestarts => "sleuth_stage_restarts_total",
+            Counter::Cancelled => "sleuth_cancelled_work_total",
+            Counter::WatchdogAnswers => "sleuth_watchdog_answers_total",
+        }
+    }
+
+    pub fn help(self) -> &'static str {
+        match self {
+            Counter::Applied => "deliveries whose work was committed, by stage",
+            Counter::Duplicates => "deliveries whose effect was already recorded, by stage",
+            Counter::Orphans => "deliveries for a request whose state is gone, by stage",
+            Counter::Redeliveries => "deliveries that arrived more than once, by stage",
+            Counter::CasConflicts => "compare-and-swap conflicts that were retried, by stage",
+            Counter::Failures => "deliveries handed back for redelivery after a failure, by stage",
+            Counter::DeadLetters => "requests ended with an error after max_deliver failures, by stage",
+            Counter::Restarts => "worker actors restarted after a panic, by stage",
+            Counter::StageRestarts => "stage supervisors restarted, by stage",
+            Counter::Cancelled => "in-flight deliveries dropped because their request was cancelled, by stage",
+            Counter::WatchdogAnswers => "requests the deadline watchdog answered, by the stage they waited on",
+        }
+    }
 }

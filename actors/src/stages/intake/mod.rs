@@ -1,30 +1,22 @@
-//! Intake: resolve the question against its conversation, extract literals and candidate entities, classify
-//! it, score its complexity and route it, then create the request's loop state (seed 001 §1, seed 003 §3).
-//! Everything here is deterministic, so a routing decision can be replayed and explained from its
-//! `ComplexityScore`.
+//! Intake's analysis: resolve the question against its conversation, extract literals and candidate entities,
+//! classify it, score its complexity and route it (seed 001 §1, seed 003 §3). Everything here is deterministic
+//! but the LLM rewriter (`llm_rewrite.rs`, used only when one is configured), so a routing decision can be
+//! replayed and explained from its `ComplexityScore`. Accepting a request (storing its state, publishing its
+//! first work) is I/O and lives in `runtime/intake.rs`.
 
 pub mod chain;
 mod classify;
 mod complexity;
 mod literals;
-mod llm_rewrite;
+pub(crate) mod llm_rewrite;
 mod rewrite;
 
 use sleuth_messages::{
-    AskRequest, ClarifyingQuestion, ConversationTurn, ErrorKind, ErrorResponse, QueryAnalysis, QueryType, ReplyTo,
-    Route, SCHEMA_VERSION, conversation::valid_conversation_id,
+    AskRequest, ClarifyingQuestion, ConversationTurn, ErrorKind, ErrorResponse, QueryAnalysis, QueryType, Route,
+    SCHEMA_VERSION, conversation::valid_conversation_id,
 };
-use tracing::Instrument;
-use uuid::Uuid;
 
-use crate::{
-    entity_types::EntityTypes,
-    machine::{self, NewRequest},
-    runtime::{NodeContext, publish_all},
-    store::StoreError,
-    telemetry::{self, Scope, TraceHeaders, context, scope},
-    text,
-};
+use crate::{entity_types::EntityTypes, text};
 
 /// Validates a request and returns its normalised query.
 pub fn validate(request: &AskRequest, max_bytes: usize) -> Result<String, ErrorResponse> {
@@ -81,7 +73,7 @@ pub fn analyze_in(normalized: &str, previous: Option<&ConversationTurn>, types: 
 
 /// Analyses `question`, the user's `normalized` message once resolved against the conversation. `subquestions`
 /// are an LLM rewriter's decomposition, used instead of the deterministic one.
-fn understand(
+pub(crate) fn understand(
     normalized: &str,
     question: &str,
     resolved: Vec<String>,
@@ -158,42 +150,6 @@ fn understand(
     }
 }
 
-/// Publishes what a request's state calls for; for an existing request the bus de-duplicates what was already sent.
-/// Only a request still waiting for its first plan is intake's to publish: later phases were published by the
-/// stages that reached them.
-async fn publish_state(
-    ctx: &NodeContext,
-    state: &sleuth_messages::LoopState,
-    trace: &TraceHeaders,
-) -> Result<(), ErrorResponse> {
-    if !(state.phase == sleuth_messages::Phase::Planning && state.turn == 1) {
-        return Ok(());
-    }
-    // The state is stored: giving up now would strand it. A bus that is briefly away (a NATS server restarting)
-    // is waited for, with backoff, for a bounded time within the request's deadline; the messages carry ids, so
-    // a publish that did go through before its ack was lost is not doubled.
-    let give_up_ms = telemetry::now_ms().saturating_add(PUBLISH_PATIENCE_MS).min(state.deadline_ms);
-    let mut attempt = 0;
-    loop {
-        match publish_all(ctx, state, trace, false).await {
-            Ok(()) => return Ok(()),
-            Err(e) if telemetry::now_ms() >= give_up_ms => {
-                return Err(ErrorResponse::new(ErrorKind::Unavailable, format!("cannot publish work: {e}"))
-                    .for_request(state.request_id));
-            }
-            Err(e) => {
-                let wait = crate::guard::backoff(attempt, 100, 2_000);
-                tracing::warn!(request_id = %state.request_id, attempt, error = %e, wait_ms = wait.as_millis() as u64, "cannot publish the first work yet; retrying");
-                tokio::time::sleep(wait).await;
-                attempt += 1;
-            }
-        }
-    }
-}
-
-/// How long intake keeps trying to publish a new request's first work before it answers with an error.
-const PUBLISH_PATIENCE_MS: u64 = 15_000;
-
 /// The questions to ask back about an ambiguous question: one or two, each with its reason.
 fn clarify(question: &str, why: &str) -> Vec<ClarifyingQuestion> {
     let ask =
@@ -213,166 +169,15 @@ fn clarify(question: &str, why: &str) -> Vec<ClarifyingQuestion> {
     }
 }
 
-/// Accepts a question: validates it, creates its loop state and publishes the first work. Returns its id.
-///
-/// `trace` is the context the request arrived with (a client's `sleuth.ask` span, or any upstream service's):
-/// the `intake` span joins it. A request that arrived without one gets a root made up here, which the process
-/// that ends the request records.
-pub async fn submit(
-    ctx: &NodeContext,
-    request: AskRequest,
-    reply: Option<ReplyTo>,
-    trace: &TraceHeaders,
-) -> Result<Uuid, ErrorResponse> {
-    let normalized = validate(&request, ctx.config.loop_.max_query_bytes)?;
-    let request_id = request.request_id.unwrap_or_else(Uuid::now_v7);
-    let records_root_span = trace.is_empty();
-    let root = if records_root_span { telemetry::new_root() } else { trace.clone() };
-    let span = tracing::info_span!(
-        "stage",
-        otel.name = "intake",
-        otel.kind = "server",
-        sleuth.request_id = %request_id,
-        sleuth.turn = 0,
-        sleuth.stage = "intake",
-        sleuth.route = tracing::field::Empty,
-        messaging.system = ctx.messaging_system(),
-        messaging.operation.type = "process",
-        messaging.destination.name = %ctx.subjects.ask(),
-    );
-    context::set_parent(&span, &root);
-    let scope = Scope { request_id, turn: 0, stage: "intake" };
-    let accepted = accept(ctx, request, normalized, request_id, reply, root, records_root_span);
-    let accepted = scope::within(scope, accepted.instrument(span.clone())).await;
-    if let Err(e) = &accepted {
-        telemetry::record_error(&span, &e.message);
-    }
-    accepted
-}
-
-async fn accept(
-    ctx: &NodeContext,
-    request: AskRequest,
-    normalized: String,
-    request_id: Uuid,
-    reply: Option<ReplyTo>,
-    root: TraceHeaders,
-    records_root_span: bool,
-) -> Result<Uuid, ErrorResponse> {
-    if request.request_id.is_some()
-        && let Ok(Some((existing, _))) = ctx.store.load(request_id).await
-    {
-        // A re-sent request: it is under way (or done) already. Publishing again is idempotent; analysing it
-        // again would resolve a follow-up against itself and spend the rewriter's tokens twice.
-        return publish_state(ctx, &existing, &root).await.map(|_| request_id);
-    }
-    let timeout = request.timeout_ms.unwrap_or(ctx.config.loop_.timeout_ms).clamp(1, ctx.config.loop_.max_timeout_ms);
-    ctx.admission.admit(&*ctx.bus, std::time::Duration::from_millis(timeout)).await?;
-    // The request's time starts now: what the rewriter takes comes out of its deadline.
-    let now_ms = telemetry::now_ms();
-    let conversation = request.conversation_id.clone();
-    let previous = match &conversation {
-        Some(id) => ctx.conversations.last_turn(id).await.unwrap_or_else(|e| {
-            // Without the conversation the question is still answerable, only not as a follow-up.
-            tracing::warn!(conversation_id = %id, error = %e, "cannot read the conversation: answering without it");
-            None
-        }),
-        None => None,
-    };
-    let types = &*ctx.entity_types.get();
-    let (mut analysis, usage, rewriter_failed) = match (&previous, &ctx.rewriter) {
-        // With an LLM, a follow-up is rewritten by the model; the deterministic rewriter is its fallback.
-        (Some(prev), Some(llm)) => {
-            // At most a quarter of the request's time, so a slow model leaves the loop the rest.
-            let timeout = std::time::Duration::from_millis(ctx.config.llm.timeout_ms.min(timeout / 4).max(1));
-            let max_bytes = ctx.config.loop_.max_query_bytes;
-            match llm_rewrite::rewrite(llm, &normalized, prev, max_bytes, timeout).await {
-                (Ok(r), usage) => {
-                    let question = normalize(&r.rewritten);
-                    let resolved = vec![format!("llm → {question}")];
-                    let answers = !prev.clarifying_questions.is_empty();
-                    let parts = (!r.subquestions.is_empty()).then_some(r.subquestions);
-                    (understand(&normalized, &question, resolved, (answers, parts), types), usage, None)
-                }
-                (Err(why), usage) => (analyze_in(&normalized, Some(prev), types), usage, Some(why)),
-            }
-        }
-        _ => (analyze_in(&normalized, previous.as_ref(), types), Default::default(), None),
-    };
-    if let Some(route) = ctx.config.intake.force_route
-        && !matches!(analysis.route, Route::Clarify)
-        && !analysis.meta_question
-        && route != analysis.route
-    {
-        analysis.complexity.overrides.push(format!("forced_{route:?}").to_lowercase());
-        analysis.route = route;
-    }
-    let caps = machine::caps_for(&ctx.config.loop_, analysis.route, request.max_turns);
-    let mut state = machine::new_state(NewRequest {
-        request_id,
-        request,
-        analysis,
-        caps,
-        now_ms,
-        deadline_ms: now_ms + timeout,
-        reply,
-        trace: root.clone(),
-        records_root_span,
-    });
-    // What the rewriter cost counts against the request's budget like any agent's call.
-    usage.charge_to(&mut state.counters);
-    if let Some(why) = rewriter_failed {
-        state.counters.llm_fallbacks = 1;
-        state.degraded.push(sleuth_messages::Degradation::new(sleuth_messages::Backend::Llm, why));
-    }
-    match ctx.store.create(&state).await {
-        Ok(_) => {}
-        Err(StoreError::AlreadyExists) => {
-            // A client re-sent the same request id: the request is already under way, publish what it needs.
-            if let Some((existing, _)) = ctx.store.load(request_id).await.ok().flatten() {
-                publish_state(ctx, &existing, &root).await?;
-            }
-            return Ok(request_id);
-        }
-        Err(e) => {
-            return Err(ErrorResponse::new(ErrorKind::Unavailable, format!("cannot store loop state: {e}"))
-                .for_request(request_id));
-        }
-    }
-    tracing::info!(
-        request_id = %request_id,
-        route = ?state.analysis.route,
-        score = state.analysis.complexity.score,
-        max_turns = state.caps.max_turns,
-        "request accepted"
-    );
-    if let Some(id) = &conversation {
-        let a = &state.analysis;
-        let turn = ConversationTurn {
-            request_id,
-            query: normalized.clone(),
-            rewritten: a.rewritten.clone(),
-            entities: a.entities.clone(),
-            clarifying_questions: a.clarifying_questions.clone(),
-            at_ms: now_ms,
-        };
-        if let Err(e) = ctx.conversations.record(id, turn).await {
-            tracing::warn!(conversation_id = %id, error = %e, "cannot record the conversation turn");
-        }
-    }
-    tracing::Span::current().record("sleuth.route", format!("{:?}", state.analysis.route).to_lowercase());
-    telemetry::metrics::request_started(&format!("{:?}", state.analysis.route).to_lowercase());
-    publish_state(ctx, &state, &root).await?;
-    Ok(request_id)
-}
-
 #[cfg(test)]
 mod tests {
+    use uuid::Uuid;
+
     use super::*;
 
     /// Analyses `normalized` with the demo graph's entity types.
     fn analyze(normalized: &str) -> QueryAnalysis {
-        super::analyze(normalized, &crate::stages::fixtures::demo_types())
+        super::analyze(normalized, &crate::fixtures::demo_types())
     }
 
     #[test]
@@ -463,7 +268,7 @@ mod tests {
             clarifying_questions: Vec::new(),
             at_ms: 0,
         };
-        let a = analyze_in("and his mother?", Some(&previous), &crate::stages::fixtures::demo_types());
+        let a = analyze_in("and his mother?", Some(&previous), &crate::fixtures::demo_types());
         assert_eq!(a.rewritten, "When did Lothair II's mother die");
         assert_eq!(a.entities, vec!["Lothair II".to_string()]);
         assert_eq!(a.route, Route::Enhanced, "a relation of a named entity");
@@ -476,7 +281,7 @@ mod tests {
             clarifying_questions: analyze("his age?").clarifying_questions,
             ..previous
         };
-        let a = analyze_in("Nami", Some(&asked), &crate::stages::fixtures::demo_types());
+        let a = analyze_in("Nami", Some(&asked), &crate::fixtures::demo_types());
         assert_eq!(a.rewritten, "Nami's age");
         assert_ne!(a.route, Route::Clarify);
     }

@@ -1,6 +1,8 @@
 //! `sleuth bench`: sends questions through the pipeline (embedded, or the cluster when a NATS URL is set) with
 //! bounded concurrency and reports latency percentiles. It measures; it never fails on timing.
 
+pub mod null_work;
+
 use std::{
     sync::Arc,
     time::{Duration, Instant},
@@ -75,6 +77,43 @@ fn answered(outcome: &Outcome, expected: Option<&str>) -> bool {
     matches!(outcome, Outcome::Answer(a) if expected.is_none_or(|e| a.answer == e))
 }
 
+/// The questions `sleuth bench` asks when given none: one of each kind the demo data answers.
+pub const DEFAULT_QUESTIONS: [&str; 4] = [
+    "Which anime is Luffy in?",
+    "How is Luffy related to Nami?",
+    "Who directed Spirited Away?",
+    "Compare Naruto and Bleach",
+];
+
+/// The question `sleuth bench --null-backends` asks when given none.
+pub const NULL_QUESTION: &str = "How much does each turn of the agent loop cost in orchestration alone?";
+
+/// `sleuth bench --null-backends`: the real runtime (bus, state store, compare-and-swap, handler) around null
+/// work of `turns` turns per request, on the enhanced route with no embedder or demo corpus, so the run measures
+/// the orchestration alone. Returns the report and its per-turn summary line.
+pub async fn run_null(
+    mut config: Config,
+    questions: Vec<String>,
+    requests: usize,
+    concurrency: usize,
+    turns: u32,
+) -> anyhow::Result<(BenchReport, String)> {
+    anyhow::ensure!(turns >= 1, "--turns must be at least 1");
+    config.debug.null_work_turns = turns;
+    config.intake.force_route = Some(sleuth_messages::Route::Enhanced);
+    config.embedder.kind = crate::config::EmbedderKind::None;
+    config.retrieval.demo_corpus = false;
+    let questions = if questions.is_empty() { vec![NULL_QUESTION.to_string()] } else { questions };
+    let expected = (1..=turns).map(|t| format!("c{t}")).collect::<Vec<_>>().join(" ");
+    let report = run(config, questions, requests, concurrency, Some(expected)).await?;
+    let summary = format!(
+        "null work, {turns} turns per request: {:.1} µs per turn (mean latency / turns), {:.0} turns/s",
+        report.mean().as_secs_f64() * 1e6 / turns as f64,
+        (report.latencies.len() as u64 * turns as u64) as f64 / report.wall.as_secs_f64().max(1e-9)
+    );
+    Ok((report, summary))
+}
+
 /// Asks `questions` round-robin, `requests` times in all, `concurrency` at a time. With `expected`, an answer
 /// that is not exactly it counts as an error (null work's answers are known).
 pub async fn run(
@@ -92,7 +131,7 @@ pub async fn run(
     let mut cache = None;
     let results: Vec<Option<Duration>> = match config.nats.url.clone() {
         Some(url) => {
-            let client = crate::bus::nats::connect(&url, "sleuth bench").await?;
+            let client = crate::nats_client::connect(&url, "sleuth bench").await?;
             let subjects = config.subjects();
             futures::stream::iter(0..requests)
                 .map(|i| {

@@ -72,7 +72,7 @@ mod tests {
     use sleuth_messages::{Action, ActionOutcome, NextStep, RetrievalResult, SearchIntent, TurnRecord};
 
     use super::*;
-    use crate::stages::fixtures;
+    use crate::fixtures;
 
     fn turn(n: u32, lists: &[&[&str]]) -> TurnRecord {
         TurnRecord {

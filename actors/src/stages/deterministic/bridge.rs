@@ -7,7 +7,7 @@ use sleuth_messages::{
     SearchIntent, TurnRecord,
 };
 
-use super::intake::chain;
+use crate::stages::intake::chain;
 use crate::text;
 
 /// True when the question asks about something it describes rather than names ("Lothair II's mother", "the
@@ -344,7 +344,7 @@ mod tests {
     use sleuth_messages::{Card, Hit, JsonMap};
 
     use super::*;
-    use crate::stages::fixtures;
+    use crate::fixtures;
 
     fn state_with(question: &str, cards: &[(&str, &str)]) -> LoopState {
         let mut state = fixtures::state_for(question);

@@ -1,5 +1,6 @@
-//! NATS endpoints: every stage registers as a NATS micro service (`nats micro ls`), and the intake service
-//! answers `sleuth.v1.ask`. A bad request gets a typed `ErrorResponse` in the request's own encoding.
+//! NATS endpoints: every stage registers as a NATS micro service (`nats micro ls`), the intake service answers
+//! `sleuth.v1.ask`, and the graph service its lanes (`lanes.rs`). A bad request gets a typed `ErrorResponse` in
+//! the request's own encoding.
 
 use std::sync::Arc;
 
@@ -8,15 +9,53 @@ use bytes::Bytes;
 use futures::StreamExt;
 use sleuth_messages::{AskReply, AskRequest, Encoding, ReplyTo, Stage, codec, subjects::Subjects};
 
-use crate::{
-    retrieval::cache::RetrievalCache,
-    runtime::{NodeContext, Stats},
-    stages::intake,
-    telemetry::TraceHeaders,
-};
+use super::{NodeContext, Stats, intake, lanes, responder::ResponderArgs};
+use crate::{graph::GraphStore, retrieval::cache::RetrievalCache, telemetry::TraceHeaders};
 
 pub fn service_name(stage: Stage) -> String {
     format!("sleuth-{stage}")
+}
+
+/// The NATS endpoints of `stages` in this process: each stage's micro service and status task, intake's `ask`
+/// endpoint and the graph's `search` and `hydrate` lanes (with `graph` opened), each with the responders that
+/// answer it.
+pub async fn register_all(
+    client: &async_nats::Client,
+    ctx: &Arc<NodeContext>,
+    stages: &[Stage],
+    cache: Option<Arc<RetrievalCache>>,
+    graph: Option<&Arc<dyn GraphStore>>,
+) -> anyhow::Result<(Vec<Service>, Vec<tokio::task::JoinHandle<()>>, Vec<ResponderArgs>)> {
+    let mut services = Vec::new();
+    let mut status_tasks = Vec::new();
+    let mut responders = Vec::new();
+    for stage in stages {
+        let cache = if *stage == Stage::Retrieve { cache.clone() } else { None };
+        let (service, status) = register_service(client, &ctx.subjects, *stage, ctx.stats.clone(), cache).await?;
+        status_tasks.push(status);
+        if *stage == Stage::Intake {
+            let ask = ask_endpoint(&service, ctx).await?;
+            let answer_ctx = ctx.clone();
+            responders.push(ResponderArgs::new(ctx.clone(), Stage::Intake, "ask", ask, move |request| {
+                answer_ask(answer_ctx.clone(), request)
+            }));
+        }
+        if *stage == Stage::Graph
+            && let Some(store) = graph
+        {
+            let (search, hydrate) = lanes::endpoints(&service, ctx.subjects.search(), ctx.subjects.hydrate()).await?;
+            let on = store.clone();
+            responders.push(ResponderArgs::new(ctx.clone(), Stage::Graph, "search", search, move |request| {
+                lanes::answer(on.clone(), lanes::search, request)
+            }));
+            let on = store.clone();
+            responders.push(ResponderArgs::new(ctx.clone(), Stage::Graph, "hydrate", hydrate, move |request| {
+                lanes::answer(on.clone(), lanes::hydrate, request)
+            }));
+        }
+        services.push(service);
+    }
+    Ok((services, status_tasks, responders))
 }
 
 /// Registers `stage` as a NATS micro service so `nats micro ls/stats` show it, with a `status` endpoint on

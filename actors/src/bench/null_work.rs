@@ -9,7 +9,7 @@ use sleuth_messages::{
     SufficiencyReport, TerminationReason, WorkItem,
 };
 
-use super::StageLogic;
+use crate::stages::StageLogic;
 use crate::{machine, telemetry};
 
 /// One stage's null work; `turns` is T, the turn from which the grader calls the evidence sufficient.

@@ -55,7 +55,7 @@ mod tests {
     use sleuth_messages::{Hit, JsonMap};
 
     use super::*;
-    use crate::stages::fixtures;
+    use crate::fixtures;
 
     fn card(title: &str, text: &str) -> Card {
         let hit = Hit {

@@ -13,10 +13,7 @@ use sleuth_messages::{
 };
 use uuid::Uuid;
 
-use crate::{
-    graph::{Entity, GraphError, GraphStore},
-    stages::graph::{entity_ref, node_of},
-};
+use crate::graph::{Entity, GraphError, GraphStore, entity_ref, node_of};
 
 /// Adds the `search` and `hydrate` endpoints to the graph service.
 pub async fn endpoints(

@@ -289,8 +289,8 @@ mod tests {
 
     use super::*;
     use crate::{
+        fixtures::{demo_types, report, state_for as start},
         machine,
-        stages::fixtures::{demo_types, report, state_for as start},
     };
 
     fn entity_step(state: &LoopState) -> Option<NextStep> {

@@ -8,9 +8,8 @@ use serde_json::json;
 use sleuth_messages::{EntityType, Hit, JsonMap};
 use uuid::Uuid;
 
-use super::graph::entity_ref;
 use crate::graph::{
-    Entity,
+    Entity, entity_ref,
     primitives::{Hop, Path, Reached},
 };
 
