@@ -374,7 +374,8 @@ impl Node {
 /// Connects to NATS for `stages`, with `/readyz` saying so while it waits and failing once the connection drops.
 async fn connect(url: &str, stages: &[Stage], health: &Health) -> anyhow::Result<async_nats::Client> {
     let names: Vec<&str> = stages.iter().map(|s| s.as_str()).collect();
-    health.set_waiting(format!("connecting to nats at {url}"));
+    // `/readyz` is readable by anyone who can reach the probe port: never the URL's password.
+    health.set_waiting(format!("connecting to nats at {}", crate::secrets::redact_url(url)));
     let client = crate::nats_client::connect(url, &format!("sleuth {}", names.join(","))).await?;
     let connection = client.clone();
     health.add_check(move || match connection.connection_state() {
