@@ -260,6 +260,13 @@ pub async fn ask_with(
                         continue;
                     }
                     let reply = codec::decode::<AskReply>(&reply.payload)?.0;
+                    // Only this request's answer, or intake's refusal of it (which may not know its id), is the
+                    // reply: anything else on the inbox is someone else's message.
+                    let refusal = reply.request_id.is_none() && matches!(reply.outcome, Outcome::Error(_));
+                    if reply.request_id != Some(request_id) && !refusal {
+                        tracing::warn!(%request_id, other = ?reply.request_id, "ignored a reply for another request on this inbox");
+                        continue;
+                    }
                     if let Some(cb) = on_event.as_deref_mut() {
                         // The reply may overtake the final event it duplicates.
                         let turn = reply.turns.last().map_or(0, |t| t.turn);
@@ -269,6 +276,9 @@ pub async fn ask_with(
                 }
                 Some(event) = events.next() => {
                     let Ok((event, _)) = codec::decode::<Event>(&event.payload) else { continue };
+                    if event.request_id != request_id {
+                        continue;
+                    }
                     taken_up = true;
                     if !seen.insert(event.msg_id()) {
                         continue;

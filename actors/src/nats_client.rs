@@ -6,6 +6,18 @@ use std::time::Duration;
 
 use crate::bus::BusError;
 
+/// Is `subject` a requester's inbox: one of `prefixes` followed by at least one more token, with no wildcard,
+/// no empty token and no whitespace? Only an inbox may receive a reply: a reply subject is chosen by whoever sent
+/// the request, and the answer is published there under the answering stage's NATS user, which may write the
+/// loop state and send work.
+pub fn is_inbox(subject: &str, prefixes: &[String]) -> bool {
+    const MAX_LEN: usize = 256;
+    let well_formed = subject.len() <= MAX_LEN
+        && !subject.chars().any(|c| c.is_whitespace() || c.is_control())
+        && subject.split('.').all(|token| !token.is_empty() && token != "*" && token != ">");
+    well_formed && prefixes.iter().any(|p| subject.strip_prefix(p.as_str()).is_some_and(|rest| !rest.is_empty()))
+}
+
 /// Connects to NATS with the process name visible in `nats server report connections`. Credentials may be in
 /// the URL (`nats://planner:secret@nats:4222`). Permission violations the server reports are kept for
 /// [`explain`], because a request it refused otherwise only times out.
@@ -90,5 +102,26 @@ mod tests {
         assert_eq!(credentials, Some(("planner".into(), Some("p@ss".into()))));
         assert_eq!(split_credentials("nats://s3cret@nats:4222").1, Some(("s3cret".into(), None)));
         assert_eq!(split_credentials("nats://127.0.0.1:4222"), ("nats://127.0.0.1:4222".into(), None));
+    }
+
+    #[test]
+    fn only_an_inbox_may_receive_a_reply() {
+        let prefixes = vec!["_INBOX.".to_string()];
+        assert!(is_inbox("_INBOX.abc123.7", &prefixes));
+        for bad in [
+            "$KV.sleuth_loops.5f0e7a52-8d4b-4d5c-a3d7-9c9f3e1c2b10",
+            "sleuth.v1.work.synthesizer.x",
+            "$JS.API.STREAM.DELETE.SLEUTH_WORK",
+            "_INBOX.",
+            "_INBOX.>",
+            "_INBOX.*.x",
+            "_INBOX..x",
+            "_INBOX.a b",
+            "_INBOXX.a",
+        ] {
+            assert!(!is_inbox(bad, &prefixes), "{bad} must not receive replies");
+        }
+        assert!(is_inbox("_replies.svc.1", &["_replies.".to_string()]), "a configured prefix is an inbox");
+        assert!(!is_inbox(&format!("_INBOX.{}", "x".repeat(300)), &prefixes), "too long");
     }
 }

@@ -5,6 +5,8 @@ use std::{
     time::{Duration, Instant},
 };
 
+use std::path::PathBuf;
+
 use crate::free_port;
 
 pub struct NatsServer {
@@ -13,6 +15,9 @@ pub struct NatsServer {
     _store: Option<tempfile::TempDir>,
     /// How this server was started, so [`NatsServer::start_again`] can bring it back on the same port and store.
     args: Vec<std::ffi::OsString>,
+    envs: Vec<(String, String)>,
+    /// Where the server writes its log (every start appends to it), when this test started it.
+    log: Option<PathBuf>,
 }
 
 impl Drop for NatsServer {
@@ -39,15 +44,16 @@ impl NatsServer {
 
     /// Starts the server again on the same port and store, as a restarted pod would.
     pub fn start_again(&mut self) {
-        assert!(!self.args.is_empty(), "only a server of `own_nats_server` can be started again");
+        assert!(!self.args.is_empty(), "only a server of `own_nats_server` or `with_accounts` can be started again");
         let port: u16 = self.url.rsplit(':').next().and_then(|p| p.parse().ok()).expect("port in the url");
-        let mut cmd = Command::new("nats-server");
-        cmd.args(&self.args);
+        let log = self.log.clone().expect("a server this test started has a log");
         let deadline = Instant::now() + Duration::from_secs(20);
         loop {
+            let mut cmd = Command::new("nats-server");
+            cmd.args(&self.args).envs(self.envs.iter().map(|(k, v)| (k, v)));
             let store = tempfile::tempdir().expect("temporary directory");
             // `spawn` owns a store directory; the real one stays in `self`.
-            match spawn(cmd, port, store) {
+            match spawn(cmd, port, store, log.clone()) {
                 Some(mut server) => {
                     self.child = server.child.take();
                     return;
@@ -56,11 +62,27 @@ impl NatsServer {
                     // The port may still be held for a moment after the old process died.
                     assert!(Instant::now() < deadline, "nats-server did not start again on port {port}");
                     std::thread::sleep(Duration::from_millis(200));
-                    cmd = Command::new("nats-server");
-                    cmd.args(&self.args);
                 }
             }
         }
+    }
+
+    /// Every permissions violation the server has logged since this test started it (across restarts): a
+    /// connection that published or subscribed to a subject its user is not allowed.
+    pub fn permission_violations(&self) -> Vec<String> {
+        let log = self.log.as_ref().expect("only a server this test started has a log");
+        let text = std::fs::read_to_string(log).unwrap_or_default();
+        text.lines().filter(|l| l.contains("Violation")).map(str::to_string).collect()
+    }
+
+    /// Fails the test when the server logged a permissions violation that names none of `expected`, listing them.
+    pub fn assert_no_violations_but(&self, expected: &[&str]) {
+        let unexpected: Vec<String> = self
+            .permission_violations()
+            .into_iter()
+            .filter(|line| !expected.iter().any(|e| line.contains(e)))
+            .collect();
+        assert!(unexpected.is_empty(), "nats-server logged permission violations:\n{}", unexpected.join("\n"));
     }
 }
 
@@ -80,7 +102,7 @@ pub fn nats_server() -> NatsServer {
     if let Ok(url) = std::env::var("SLEUTH_TEST_NATS_URL")
         && !url.is_empty()
     {
-        return NatsServer { url, child: None, _store: None, args: Vec::new() };
+        return NatsServer { url, child: None, _store: None, args: Vec::new(), envs: Vec::new(), log: None };
     }
     // A port found free can be taken before nats-server binds it (tests run in parallel), and then another
     // test's server answers on it and dies with that test. So the server must still be running once the
@@ -116,12 +138,15 @@ pub fn with_accounts() -> NatsServer {
         );
         let file = dir.path().join("nats.conf");
         std::fs::write(&file, conf).expect("write nats.conf");
+        let args: Vec<std::ffi::OsString> = vec!["-c".into(), file.into()];
+        let envs: Vec<(String, String)> =
+            USERS.iter().map(|user| (format!("SLEUTH_{}_PASSWORD", user.to_uppercase()), password(user))).collect();
         let mut cmd = Command::new("nats-server");
-        cmd.arg("-c").arg(&file);
-        for user in USERS {
-            cmd.env(format!("SLEUTH_{}_PASSWORD", user.to_uppercase()), password(user));
-        }
-        if let Some(server) = spawn(cmd, port, dir) {
+        cmd.args(&args).envs(envs.iter().map(|(k, v)| (k, v)));
+        let log = dir.path().join("nats-server.log");
+        if let Some(mut server) = spawn(cmd, port, dir, log) {
+            server.args = args;
+            server.envs = envs;
             return server;
         }
     }
@@ -144,16 +169,23 @@ fn start_on(port: u16) -> Option<NatsServer> {
         .chain([store.path().as_os_str().to_owned()])
         .collect();
     cmd.args(&args);
-    spawn(cmd, port, store).map(|mut server| {
+    let log = store.path().join("nats-server.log");
+    spawn(cmd, port, store, log).map(|mut server| {
         server.args = args;
         server
     })
 }
 
-fn spawn(mut cmd: Command, port: u16, store: tempfile::TempDir) -> Option<NatsServer> {
+/// Starts `cmd`, its log appended to `log`; `None` when it exits before it is listening on `port`.
+fn spawn(mut cmd: Command, port: u16, store: tempfile::TempDir, log: PathBuf) -> Option<NatsServer> {
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(&log)
+        .unwrap_or_else(|e| panic!("cannot open the nats-server log {}: {e}", log.display()));
     let mut child = cmd
         .stdout(Stdio::null())
-        .stderr(Stdio::null())
+        .stderr(file)
         .spawn()
         .unwrap_or_else(|e| {
             panic!(
@@ -182,5 +214,7 @@ fn spawn(mut cmd: Command, port: u16, store: tempfile::TempDir) -> Option<NatsSe
         child: Some(child),
         _store: Some(store),
         args: Vec::new(),
+        envs: Vec::new(),
+        log: Some(log),
     })
 }

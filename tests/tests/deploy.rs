@@ -8,7 +8,7 @@ use std::{
 
 use futures::StreamExt;
 use sleuth_actors::client;
-use sleuth_messages::{AskRequest, Event, EventKind, Outcome, codec};
+use sleuth_messages::{AskRequest, Event, EventKind, Outcome, codec, subjects::Subjects};
 use sleuth_tests::{nats, process::*, unique};
 
 const QUESTION: &str = "Which anime is Luffy in?";
@@ -49,9 +49,91 @@ async fn refusal(errors: &mut tokio::sync::mpsc::UnboundedReceiver<String>) -> S
         .expect("error channel")
 }
 
+/// Demo questions whose turns run two actions at once: an entity question resolves the name while it searches the
+/// documents, a comparison looks up both sides, and a question naming two entities resolves both.
+const PARALLEL: [&str; 3] =
+    [QUESTION, "Which was created first, Naruto or Bleach?", "Which studio adapted both Naruto and Bleach into anime?"];
+
+/// The deliveries that arrived more than once, over every stage of one process (`sleuth_redeliveries_total`).
+async fn redeliveries(process: &ServeProcess) -> f64 {
+    let (status, body) = process.get("/metrics").await;
+    assert_eq!(status, 200, "{body}");
+    body.lines()
+        .filter(|line| line.starts_with("sleuth_redeliveries_total"))
+        .filter_map(|line| line.rsplit(' ').next()?.parse::<f64>().ok())
+        .sum()
+}
+
+/// Waits up to 30 s for a process's `/readyz` to answer 200 (its NATS connection is back).
+async fn ready_again(process: &ServeProcess) {
+    let until = Instant::now() + Duration::from_secs(30);
+    loop {
+        let (status, body) = process.get("/readyz").await;
+        if status == 200 {
+            return;
+        }
+        assert!(Instant::now() < until, "{} not ready 30 s after the NATS restart: {body}", process.stages);
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+/// A client chooses its request's reply subject, and the stage that answers publishes there under its own user.
+/// An ask or a status request whose reply subject is another request's loop state is dropped, that state is left
+/// as it was, and `nats micro` discovery (answered by every stage) is not the client's to send.
+async fn a_reply_subject_may_not_aim_a_stage_at_another_request(server: &nats::NatsServer, subjects: &Subjects) {
+    let victim = client::ask_remote(
+        &nats::url_as(server, "client"),
+        subjects,
+        AskRequest::new(QUESTION),
+        Duration::from_secs(60),
+        None,
+    )
+    .await
+    .expect("the victim's question is answered")
+    .request_id
+    .expect("request id");
+    let admin = async_nats::jetstream::new(connect_as(server, "admin").await.0);
+    let loops = admin.get_key_value(subjects.loops_bucket()).await.expect("loops bucket");
+    let revision = || async { loops.entry(victim.to_string()).await.unwrap().expect("victim's state").revision };
+    let before = revision().await;
+
+    let (client, mut errors) = connect_as(server, "client").await;
+    let target = format!("$KV.{}.{victim}", subjects.loops_bucket());
+    let attack = codec::encode(&AskRequest::new("Who created Naruto?"), sleuth_messages::Encoding::MsgPack).unwrap();
+    client.publish_with_reply(subjects.ask(), target.clone(), attack.into()).await.unwrap();
+    client
+        .publish_with_reply(subjects.status(sleuth_messages::Stage::Planner), target.clone(), "".into())
+        .await
+        .unwrap();
+    client.flush().await.unwrap();
+    // The ask would have been answered within a second; give it three.
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    assert_eq!(revision().await, before, "a stage wrote to another request's state because a client asked it to");
+
+    client.publish_with_reply("$SRV.PING", target, "".into()).await.unwrap();
+    client.flush().await.unwrap();
+    assert!(refusal(&mut errors).await.contains("$SRV.PING"), "a client may not send nats micro discovery");
+    assert_eq!(revision().await, before);
+}
+
+/// Asks every [`PARALLEL`] question as the client user; each must be answered. Returns how many turns ran two
+/// actions or more.
+async fn ask_parallel(client_url: &str, subjects: &Subjects, label: &str) -> usize {
+    let mut parallel_turns = 0;
+    for question in PARALLEL {
+        let request = AskRequest::new(question);
+        let reply = client::ask_remote(client_url, subjects, request, Duration::from_secs(60), None)
+            .await
+            .unwrap_or_else(|e| panic!("{label}: {question}: {e:#}"));
+        assert!(matches!(reply.outcome, Outcome::Answer(_)), "{label}: {question}: {:?}", reply.outcome);
+        parallel_turns += reply.turns.iter().filter(|t| t.actions.len() >= 2).count();
+    }
+    parallel_turns
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_stage_runs_as_its_own_nats_user_and_the_question_is_answered() {
-    let server = nats::with_accounts();
+    let mut server = nats::with_accounts();
     let dir = tempfile::tempdir().unwrap();
     let deployment = default_subjects(&server, dir.path());
 
@@ -63,7 +145,7 @@ async fn every_stage_runs_as_its_own_nats_user_and_the_question_is_answered() {
     assert!(stdout.contains("SLEUTH_WORK") && stdout.contains("sleuth_planner"), "{stdout}");
 
     let stages = ["retrieve", "graph", "synthesizer", "grader", "planner", "intake"];
-    let _processes: Vec<ServeProcess> = stages
+    let processes: Vec<ServeProcess> = stages
         .iter()
         .map(|stage| {
             let url = nats::url_as(&server, stage);
@@ -78,6 +160,38 @@ async fn every_stage_runs_as_its_own_nats_user_and_the_question_is_answered() {
     // The intake and planner users learnt the graph's entity types from the graph and retrieve users'
     // announcement (a KV watch each may make), so the question took the entity lane.
     assert!(stdout.contains("pg_graph Neighbors"), "the entity lane was not taken: {stdout}");
+
+    // Turns with two actions: the planner sends both, and the executor that records its slot first sends no
+    // sibling work (which its user may not send). Nothing waits for a redelivery, nothing is refused.
+    let (client_url, subjects) = (nats::url_as(&server, "client"), deployment.config().subjects());
+    assert!(
+        ask_parallel(&client_url, &subjects, "first").await >= 2,
+        "the questions no longer run two actions in a turn: the test tests nothing"
+    );
+    for process in &processes {
+        assert_eq!(
+            redeliveries(process).await,
+            0.0,
+            "{} waited for a redelivery:\n{}",
+            process.stages,
+            process.last_lines()
+        );
+    }
+    a_reply_subject_may_not_aim_a_stage_at_another_request(&server, &subjects).await;
+    server.assert_no_violations_but(&["$SRV.PING"]);
+
+    // After a NATS restart the stages reconnect, and their KV watches of the entity types, which missed the
+    // server's heartbeats, replace their consumers: deleting the old one is allowed too.
+    server.stop(true);
+    server.start_again();
+    for process in &processes {
+        ready_again(process).await;
+    }
+    ask_parallel(&client_url, &subjects, "after a NATS restart").await;
+    // A watch notices the missed heartbeats within a few seconds; give every watcher time to replace its consumer.
+    tokio::time::sleep(Duration::from_secs(12)).await;
+    ask_parallel(&client_url, &subjects, "after the watches were replaced").await;
+    server.assert_no_violations_but(&["$SRV.PING"]);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -109,6 +223,11 @@ async fn a_stage_user_may_not_touch_another_stages_work_or_keys() {
     planner.publish("sleuth.v1.work.retrieve.some-request", "x".into()).await.unwrap();
     planner.flush().await.unwrap();
     assert!(tokio::time::timeout(Duration::from_millis(500), errors.recv()).await.is_err());
+    server.assert_no_violations_but(&[
+        "sleuth.v1.work.grader.some-request",
+        "$KV.sleuth_conversations.some-chat",
+        "sleuth.v1.work.synthesizer.some-request",
+    ]);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -130,6 +249,7 @@ async fn a_stage_under_the_wrong_user_fails_at_start_up_and_names_the_subject() 
     assert!(!out.status.success(), "serve must fail: {stderr}");
     assert!(started.elapsed() < Duration::from_secs(30), "it fails at start-up, not after a long hang");
     assert!(stderr.contains("sleuth_grader") && stderr.contains("permission"), "{stderr}");
+    server.assert_no_violations_but(&["User \"planner\""]);
 }
 
 /// Every final event on the events stream, by request id.
@@ -218,4 +338,61 @@ async fn a_second_retrieve_process_on_one_embedded_index_fails_at_start_up_and_s
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_second_graph_process_on_one_sqlite_file_fails_at_start_up_and_says_why() {
     a_second_owner_is_refused("graph", &["another sleuth process serves it", "database.url"]);
+}
+
+/// The subjects `user` may publish to in `deploy/nats/accounts.conf`.
+fn publish_allowed(accounts: &str, user: &str) -> Vec<String> {
+    let block = accounts
+        .split("{ user: ")
+        .find(|b| b.split(',').next() == Some(user))
+        .unwrap_or_else(|| panic!("accounts.conf has no user {user}"));
+    let list = block.split("publish: { allow: [").nth(1).and_then(|l| l.split(']').next()).unwrap_or_default();
+    list.lines().map(str::trim).filter_map(|l| l.strip_prefix('"')?.strip_suffix('"')).map(str::to_string).collect()
+}
+
+/// NATS subject matching: `*` is one token, `>` the rest.
+fn matches(pattern: &str, subject: &str) -> bool {
+    let (mut p, mut s) = (pattern.split('.'), subject.split('.'));
+    loop {
+        match (p.next(), s.next()) {
+            (Some(">"), Some(_)) => return true,
+            (Some(a), Some(b)) if a == "*" || a == b => {}
+            (None, None) => return true,
+            _ => return false,
+        }
+    }
+}
+
+#[test]
+fn each_stage_user_may_send_work_exactly_where_its_stage_sends_it() {
+    use sleuth_actors::machine::may_send;
+    use sleuth_messages::Stage;
+    let accounts = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../deploy/nats/accounts.conf"))
+        .expect("read deploy/nats/accounts.conf");
+    let stages = [Stage::Intake, Stage::Planner, Stage::Retrieve, Stage::Graph, Stage::Grader, Stage::Synthesizer];
+    let targets = [Stage::Planner, Stage::Retrieve, Stage::Graph, Stage::Grader, Stage::Synthesizer];
+    let work = |to: Stage| format!("sleuth.v1.work.{}.00000000-0000-0000-0000-000000000000", to.as_str());
+    let allowed = |user: &str, subject: &str| publish_allowed(&accounts, user).iter().any(|p| matches(p, subject));
+    for by in stages {
+        for to in targets {
+            assert_eq!(
+                allowed(by.as_str(), &work(to)),
+                may_send(Some(by), to),
+                "accounts.conf and machine::may_send disagree on whether {by} sends work to {to}"
+            );
+        }
+        // Ending a request from outside the loop (cancel, watchdog, dead letter) happens in every process.
+        for to in targets.into_iter().filter(|to| may_send(None, *to)) {
+            assert!(allowed(by.as_str(), &work(to)), "{by} ends requests, but may not send work to {to}");
+        }
+        // Only intake arms a request's deadline timer.
+        assert_eq!(allowed(by.as_str(), "sleuth.v1.work.watchdog.x"), by == Stage::Intake, "{by}: deadline timers");
+    }
+    // The union user of a process that serves several stages may send everything any of them sends.
+    for to in targets {
+        assert!(allowed("sleuth", &work(to)), "the sleuth user may not send work to {to}");
+    }
+    assert!(
+        matches("sleuth.v1.work.>", "sleuth.v1.work.grader.x") && !matches("sleuth.v1.work.*", "sleuth.v1.work.a.b")
+    );
 }

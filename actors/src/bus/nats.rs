@@ -182,6 +182,11 @@ impl Bus for NatsBus {
     }
 
     async fn reply(&self, to: &ReplyTo, reply: &AskReply, trace: &TraceHeaders) -> Result<(), BusError> {
+        // Intake refuses such requests; a state written before that check (or by anyone else) gets no reply.
+        if !crate::nats_client::is_inbox(&to.subject, &self.config.nats.inbox_prefixes) {
+            tracing::warn!(subject = %to.subject, "reply not sent: its subject is not an inbox (nats.inbox_prefixes)");
+            return Ok(());
+        }
         let payload = codec::encode(reply, to.encoding).map_err(|e| BusError::Encode(e.to_string()))?;
         let mut headers = HeaderMap::new();
         trace.to_nats(&mut headers);

@@ -151,6 +151,15 @@ impl Config {
         if self.nats.duplicate_window_s == 0 || self.nats.duplicate_window_s > self.nats.loop_ttl_s {
             return bad("nats.duplicate_window_s", "must be positive and no longer than nats.loop_ttl_s");
         }
+        let inbox = |p: &String| {
+            p.ends_with('.') && !p.starts_with(['$', '.']) && !p.contains(['*', '>', ' ']) && !p.contains("..")
+        };
+        if self.nats.inbox_prefixes.is_empty() || !self.nats.inbox_prefixes.iter().all(inbox) {
+            return bad(
+                "nats.inbox_prefixes",
+                "must list at least one inbox prefix ending in '.', with no wildcard and not under '$' (e.g. \"_INBOX.\")",
+            );
+        }
         if !(1..=5).contains(&self.nats.replicas) {
             return bad("nats.replicas", "must be between 1 and 5 (JetStream's limit)");
         }

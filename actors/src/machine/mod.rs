@@ -14,7 +14,7 @@ pub mod ranking;
 mod tests;
 
 pub use caps::{budget_spent, cap_reached, caps_for};
-pub use outbound::{Outbound, next_messages, reply_of};
+pub use outbound::{Outbound, may_send, next_messages, reply_of};
 
 use sleuth_messages::degraded::record as record_degradation;
 use sleuth_messages::{
@@ -116,8 +116,9 @@ pub fn expects(state: &LoopState, item: &WorkItem) -> bool {
 
 /// Could `item`'s own commit have left the request in `state`? Then what `state` calls for is this stage's to
 /// (re-)publish: a delivery that finds its work already applied re-publishes only in that case, to cover a
-/// crash between its first commit and its publishing. Later phases were published by whoever reached them,
-/// and a stage may only publish the subjects its own commits lead to (each stage's NATS user is allowed those).
+/// crash between its first commit and its publishing. Later phases were published by whoever reached them.
+/// What it re-publishes is still only what [`may_send`] lets it send: an executor that finds a sibling slot of
+/// its turn pending leaves that slot's work to the planner (each stage's NATS user is allowed only its own).
 pub fn published_by(state: &LoopState, item: &WorkItem) -> bool {
     let turn = item.envelope.turn;
     let ended_by_deadline = state.stop_reason == Some(TerminationReason::Deadline);

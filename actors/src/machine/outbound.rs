@@ -17,11 +17,29 @@ pub enum Outbound {
     Reply(ReplyTo, AskReply),
 }
 
-/// The messages that the state calls for. Publishing them twice is harmless: work and events are
-/// de-duplicated by id, and a stale work item is recognised by [`super::expects`].
-pub fn next_messages(state: &LoopState) -> Vec<Outbound> {
+/// Who may send work to `to`: `by` is the stage whose commit (or its redelivery) publishes, `None` for whatever
+/// ends a request from outside the loop (cancel, the deadline watchdog, a dead letter). Each stage sends work
+/// only to the stage its own commits lead to; any hop may send a request to synthesis (a passed deadline).
+/// `deploy/nats/accounts.conf` grants each stage user exactly these subjects, and a test holds them together.
+pub fn may_send(by: Option<Stage>, to: Stage) -> bool {
+    match to {
+        Stage::Synthesizer => true,
+        Stage::Planner => matches!(by, Some(Stage::Intake | Stage::Grader)),
+        Stage::Retrieve | Stage::Graph => by == Some(Stage::Planner),
+        Stage::Grader => matches!(by, Some(Stage::Retrieve | Stage::Graph)),
+        Stage::Intake => false,
+    }
+}
+
+/// The messages that the state calls for, as `by` may send them ([`may_send`]). Publishing them twice is
+/// harmless: work and events are de-duplicated by id, and a stale work item is recognised by [`super::expects`].
+///
+/// A turn's actions are sent by the planner that committed them, all at once; an executor that records one slot
+/// while a sibling is still pending sends no work (the sibling's was sent with the plan, and a planner whose
+/// publishing died re-sends it on redelivery). Intake alone arms the deadline timer.
+pub fn next_messages(state: &LoopState, by: Option<Stage>) -> Vec<Outbound> {
     let work = |stage: Stage, step: u32| {
-        Outbound::Work(WorkItem {
+        may_send(by, stage).then_some(Outbound::Work(WorkItem {
             envelope: Envelope {
                 schema_version: SCHEMA_VERSION,
                 request_id: state.request_id,
@@ -31,7 +49,7 @@ pub fn next_messages(state: &LoopState) -> Vec<Outbound> {
                 attempt: 0,
             },
             stage,
-        })
+        }))
     };
     let event = |turn: u32, kind: EventKind, body: EventBody| {
         Outbound::Event(Event { request_id: state.request_id, turn, kind, body })
@@ -42,19 +60,21 @@ pub fn next_messages(state: &LoopState) -> Vec<Outbound> {
     match &state.phase {
         Phase::Planning => {
             if state.turn == 1 {
-                out.push(Outbound::Deadline(Envelope {
-                    schema_version: SCHEMA_VERSION,
-                    request_id: state.request_id,
-                    turn: 0,
-                    step: 0,
-                    deadline_ms: state.deadline_ms,
-                    attempt: 0,
-                }));
+                if by == Some(Stage::Intake) {
+                    out.push(Outbound::Deadline(Envelope {
+                        schema_version: SCHEMA_VERSION,
+                        request_id: state.request_id,
+                        turn: 0,
+                        step: 0,
+                        deadline_ms: state.deadline_ms,
+                        attempt: 0,
+                    }));
+                }
                 out.push(event(0, EventKind::Accepted, EventBody::Accepted(state.analysis.clone())));
             } else if let Some(report) = last_report(state.turn - 1) {
                 out.push(event(state.turn - 1, EventKind::Graded, EventBody::Graded(report)));
             }
-            out.push(work(Stage::Planner, 0));
+            out.extend(work(Stage::Planner, 0));
         }
         Phase::Acting { pending } => {
             if let Some(turn) = state.turns.last() {
@@ -62,7 +82,7 @@ pub fn next_messages(state: &LoopState) -> Vec<Outbound> {
             }
             for slot in pending {
                 if let Some(stage) = current_action(state, *slot).and_then(executor_of) {
-                    out.push(work(stage, *slot));
+                    out.extend(work(stage, *slot));
                 }
             }
         }
@@ -73,13 +93,13 @@ pub fn next_messages(state: &LoopState) -> Vec<Outbound> {
                 EventKind::Retrieved,
                 EventBody::Retrieved { cards: state.cards.len() as u32, new_cards },
             ));
-            out.push(work(Stage::Grader, 0));
+            out.extend(work(Stage::Grader, 0));
         }
         Phase::Synthesizing => {
             if let Some(report) = last_report(state.turn) {
                 out.push(event(state.turn, EventKind::Graded, EventBody::Graded(report)));
             }
-            out.push(work(Stage::Synthesizer, 0));
+            out.extend(work(Stage::Synthesizer, 0));
         }
         Phase::Done => {
             let reply = reply_of(state);

@@ -130,11 +130,15 @@ fn parallel_actions_join_when_the_last_slot_is_recorded() {
     let s = apply_plan(&state(), NextStep { rationale: String::new(), actions: vec![search("x"), search("y")] }, None)
         .unwrap();
     assert_eq!(s.phase, Phase::Acting { pending: vec![0, 1] });
-    let work: Vec<_> = next_messages(&s).into_iter().filter(|o| matches!(o, Outbound::Work(_))).collect();
-    assert_eq!(work.len(), 2, "two work messages fan out");
+    let work = |s: &LoopState, by: Stage| {
+        next_messages(s, Some(by)).into_iter().filter(|o| matches!(o, Outbound::Work(_))).count()
+    };
+    assert_eq!(work(&s, Stage::Planner), 2, "two work messages fan out");
     // Slot 1 finishes first.
     let s = apply_outcome(&s, 1, hits(&["b"]), 1).unwrap();
     assert_eq!(s.phase, Phase::Acting { pending: vec![0] });
+    assert_eq!(work(&s, Stage::Retrieve), 0, "the sibling's work was sent by the planner, not by its executor");
+    assert_eq!(work(&s, Stage::Planner), 1, "a planner redelivery sends the pending slot again");
     assert!(expects(&s, &item(&s, Stage::Retrieve, 0)));
     assert!(!expects(&s, &item(&s, Stage::Retrieve, 1)), "slot 1 is recorded: a redelivery is a duplicate");
     let s = apply_outcome(&s, 0, hits(&["a", "b"]), 1).unwrap();
@@ -173,8 +177,8 @@ fn deadline_stops_retrieval_but_not_synthesis() {
 #[test]
 fn next_messages_is_a_function_of_the_state() {
     let s = turn(&state(), &["luffy"], vec![hits(&["a"])], true, 2_000);
-    assert_eq!(next_messages(&s), next_messages(&s.clone()));
-    let kinds: Vec<_> = next_messages(&s)
+    assert_eq!(next_messages(&s, Some(Stage::Grader)), next_messages(&s.clone(), Some(Stage::Grader)));
+    let kinds: Vec<_> = next_messages(&s, Some(Stage::Grader))
         .into_iter()
         .map(|o| match o {
             Outbound::Work(w) => format!("work {}", w.stage),
@@ -189,7 +193,7 @@ fn next_messages_is_a_function_of_the_state() {
 #[test]
 fn the_first_turn_arms_the_deadline_timer_and_later_turns_do_not() {
     let s = state();
-    let timers: Vec<_> = next_messages(&s)
+    let timers: Vec<_> = next_messages(&s, Some(Stage::Intake))
         .into_iter()
         .filter_map(|o| match o {
             Outbound::Deadline(e) => Some(e),
@@ -199,7 +203,11 @@ fn the_first_turn_arms_the_deadline_timer_and_later_turns_do_not() {
     assert_eq!(timers.len(), 1);
     assert_eq!((timers[0].request_id, timers[0].deadline_ms), (s.request_id, s.deadline_ms));
     let later = turn(&s, &["luffy"], vec![hits(&["a"])], false, 2_000);
-    assert!(!next_messages(&later).iter().any(|o| matches!(o, Outbound::Deadline(_))));
+    assert!(
+        !next_messages(&s, Some(Stage::Planner)).iter().any(|o| matches!(o, Outbound::Deadline(_))),
+        "intake's alone"
+    );
+    assert!(!next_messages(&later, Some(Stage::Intake)).iter().any(|o| matches!(o, Outbound::Deadline(_))));
 }
 
 #[test]
@@ -221,7 +229,7 @@ fn a_failure_ends_the_request_once() {
     let done = apply_failure(&s, err.clone(), 5).unwrap();
     assert_eq!(done.phase, Phase::Done);
     assert!(apply_failure(&done, err, 6).is_none(), "the first ending wins");
-    let finals = next_messages(&done)
+    let finals = next_messages(&done, None)
         .into_iter()
         .filter(|o| matches!(o, Outbound::Event(e) if e.kind == EventKind::Final))
         .count();

@@ -31,7 +31,9 @@ pub async fn register_all(
     let mut responders = Vec::new();
     for stage in stages {
         let cache = if *stage == Stage::Retrieve { cache.clone() } else { None };
-        let (service, status) = register_service(client, &ctx.subjects, *stage, ctx.stats.clone(), cache).await?;
+        let (service, status) =
+            register_service(client, &ctx.subjects, *stage, ctx.stats.clone(), cache, &ctx.config.nats.inbox_prefixes)
+                .await?;
         status_tasks.push(status);
         if *stage == Stage::Intake {
             let ask = ask_endpoint(&service, ctx).await?;
@@ -61,13 +63,14 @@ pub async fn register_all(
 /// Registers `stage` as a NATS micro service so `nats micro ls/stats` show it, with a `status` endpoint on
 /// `<prefix>.status.<stage>`. Its stats data, and the status endpoint's answer, are the runtime's counters for
 /// the stage (the same ones `/metrics` exports) and, on the retrieve stage, the retrieval cache's. The returned
-/// task answers the status endpoint until the service stops.
+/// task answers the status endpoint until the service stops, requests whose reply subject is an inbox only.
 pub async fn register_service(
     client: &async_nats::Client,
     subjects: &Subjects,
     stage: Stage,
     stats: Arc<Stats>,
     cache: Option<Arc<RetrievalCache>>,
+    inbox_prefixes: &[String],
 ) -> anyhow::Result<(Service, tokio::task::JoinHandle<()>)> {
     let status = move || {
         let mut data = serde_json::json!({ "counters": stats.of_stage(stage) });
@@ -90,8 +93,13 @@ pub async fn register_service(
         .add(subjects.status(stage))
         .await
         .map_err(|e| anyhow::anyhow!("cannot add the {stage} status endpoint: {e}"))?;
+    let inboxes = inbox_prefixes.to_vec();
     let task = tokio::spawn(async move {
         while let Some(request) = endpoint.next().await {
+            if !request.message.reply.as_deref().is_some_and(|r| crate::nats_client::is_inbox(r, &inboxes)) {
+                tracing::warn!(%stage, reply = ?request.message.reply, "status request dropped: its reply subject is not an inbox (nats.inbox_prefixes)");
+                continue;
+            }
             let body = serde_json::to_vec(&status()).unwrap_or_default();
             if let Err(e) = request.respond(Ok(Bytes::from(body))).await {
                 tracing::debug!(error = %e, "cannot answer a status request");

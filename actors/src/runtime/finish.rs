@@ -70,7 +70,7 @@ async fn end(
             if kv::compare_and_swap(ctx, &done, revision).await?.is_none() {
                 continue;
             }
-            publish_all(ctx, &done, parent, true).await?;
+            publish_all(ctx, &done, None, parent, true).await?;
             on_finished(&done);
             return Ok(true);
         }

@@ -88,14 +88,15 @@ pub async fn process(
     drop(cancellation);
     let outcome = match result {
         Ok((handled, state)) => {
-            // A delivery whose work was already applied re-publishes only what its own commit led to.
+            // A delivery whose work was already applied re-publishes only what its own commit led to, and each
+            // sends only the work its stage may send (`machine::may_send`).
             let state = state.filter(|s| handled == Handled::Applied || machine::published_by(s, &item));
             if let Some(state) = &state {
                 // Only the delivery that ended the request replies, or a redelivery of the synthesizer's work
                 // (its first delivery may have died between the commit and the reply).
                 let ended_here = handled == Handled::Applied && state.phase == Phase::Done;
                 let replies = ended_here || (stage == Stage::Synthesizer && attempt > 1);
-                let publish = publish_all(ctx, state, delivery.trace(), replies);
+                let publish = publish_all(ctx, state, Some(stage), delivery.trace(), replies);
                 scope::within(scope, publish.instrument(span.clone())).await.context("cannot publish next messages")?;
                 if ended_here {
                     on_finished(state);
@@ -137,6 +138,9 @@ pub async fn process(
     outcome
 }
 
+/// Compare-and-swap conflicts one delivery retries before it hands the work back.
+const MAX_CONFLICTS: u32 = 16;
+
 async fn run(
     ctx: &NodeContext,
     logic: &dyn StageLogic,
@@ -146,6 +150,7 @@ async fn run(
     let item = delivery.item();
     let id = item.envelope.request_id;
     let stage = logic.stage();
+    let mut conflicts = 0;
     loop {
         let Some((state, revision)) = kv::load(ctx, id).await? else {
             tracing::warn!("no loop state for this request, dropping the work");
@@ -180,6 +185,13 @@ async fn run(
             Some(_) => return Ok((Handled::Applied, Some(next))),
             None => {
                 ctx.stats.incr(stage, Counter::CasConflicts);
+                conflicts += 1;
+                // Each conflict re-runs the work; a request that keeps changing under it (a writer gone wrong)
+                // must not hold a worker forever: the delivery goes back with backoff, and counts to its dead letter.
+                anyhow::ensure!(
+                    conflicts < MAX_CONFLICTS,
+                    "the request's state changed under this work {conflicts} times in a row"
+                );
                 tracing::debug!("revision conflict, reloading");
             }
         }

@@ -31,7 +31,7 @@ async fn publish_state(
     let give_up_ms = telemetry::now_ms().saturating_add(PUBLISH_PATIENCE_MS).min(state.deadline_ms);
     let mut attempt = 0;
     loop {
-        match publish_all(ctx, state, trace, false).await {
+        match publish_all(ctx, state, Some(sleuth_messages::Stage::Intake), trace, false).await {
             Ok(()) => return Ok(()),
             Err(e) if telemetry::now_ms() >= give_up_ms => {
                 return Err(ErrorResponse::new(ErrorKind::Unavailable, format!("cannot publish work: {e}"))

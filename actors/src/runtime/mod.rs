@@ -117,7 +117,8 @@ impl NodeContext {
     }
 }
 
-/// Publishes everything the state calls for ([`machine::next_messages`]). Every message carries the trace
+/// Publishes everything the state calls for that `by` may send ([`machine::next_messages`]; `None` for an ending
+/// from outside the loop). Every message carries the trace
 /// context of the current span, the hop that published it, so the next hop's span is that hop's child; when
 /// spans are not exported, `inherited` (the context this hop started from) passes through unchanged. The reply
 /// to the requester's inbox is only sent when `replies` is set (by whoever committed the end, or its
@@ -129,12 +130,13 @@ impl NodeContext {
 pub async fn publish_all(
     ctx: &NodeContext,
     state: &LoopState,
+    by: Option<Stage>,
     inherited: &TraceHeaders,
     replies: bool,
 ) -> Result<(), BusError> {
     let trace = context::of_span(&tracing::Span::current(), inherited);
     let trace = &trace;
-    let publishes = machine::next_messages(state).into_iter().map(|out| async move {
+    let publishes = machine::next_messages(state, by).into_iter().map(|out| async move {
         match out {
             Outbound::Work(item) => ctx.bus.publish_work(&item, trace).await,
             Outbound::Event(event) => ctx.bus.publish_event(&event, trace).await,

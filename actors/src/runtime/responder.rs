@@ -89,9 +89,16 @@ impl Actor for Responder {
             myself.stop(None);
             return Ok(());
         };
-        {
-            let _busy = drain.busy();
-            (state.answer)(request).await;
+        let inboxes = &state.ctx.config.nats.inbox_prefixes;
+        match request.message.reply.as_deref() {
+            Some(reply) if !crate::nats_client::is_inbox(reply, inboxes) => {
+                // Answering would publish under this stage's user to a subject the requester chose.
+                tracing::warn!(stage = %state.stage, endpoint = state.name, reply, allowed = ?inboxes, "request dropped: its reply subject is not an inbox (nats.inbox_prefixes)");
+            }
+            _ => {
+                let _busy = drain.busy();
+                (state.answer)(request).await;
+            }
         }
         if drain.stopping.is_cancelled() {
             myself.stop(None);
