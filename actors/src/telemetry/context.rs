@@ -30,11 +30,24 @@ impl TraceHeaders {
         self.traceparent.is_none()
     }
 
-    /// Reads the three fields from NATS headers.
+    /// Reads the three fields from NATS headers. A field longer than W3C Trace Context and Baggage let it be
+    /// (traceparent 55 characters in version 00, so 128 leaves room; tracestate 512; baggage 8192) is dropped: the
+    /// headers are copied into the request's loop state, which must stay loadable whatever a sender attaches.
     pub fn from_nats(headers: Option<&HeaderMap>) -> TraceHeaders {
         let Some(headers) = headers else { return TraceHeaders::default() };
-        let get = |name: &str| headers.get(name).map(|v| v.as_str().to_string()).filter(|v| !v.is_empty());
-        TraceHeaders { traceparent: get(TRACEPARENT), tracestate: get(TRACESTATE), baggage: get(BAGGAGE) }
+        let get = |name: &str, max: usize| {
+            let value = headers.get(name).map(|v| v.as_str().to_string()).filter(|v| !v.is_empty())?;
+            if value.len() > max {
+                tracing::warn!(header = name, bytes = value.len(), max, "trace header too long, dropped");
+                return None;
+            }
+            Some(value)
+        };
+        TraceHeaders {
+            traceparent: get(TRACEPARENT, 128),
+            tracestate: get(TRACESTATE, 512),
+            baggage: get(BAGGAGE, 8192),
+        }
     }
 
     /// Writes the fields that are set into NATS headers.
@@ -163,6 +176,18 @@ mod tests {
         headers.to_nats(&mut map);
         assert_eq!(TraceHeaders::from_nats(Some(&map)), headers);
         assert_eq!(TraceHeaders::from_nats(None), TraceHeaders::default());
+    }
+
+    #[test]
+    fn oversized_trace_headers_are_dropped_not_stored() {
+        let parent = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+        let mut map = HeaderMap::new();
+        map.insert(TRACEPARENT, parent);
+        map.insert(TRACESTATE, "v=x".repeat(200).as_str());
+        map.insert(BAGGAGE, format!("k={}", "x".repeat(2 * 1024 * 1024)).as_str());
+        let headers = TraceHeaders::from_nats(Some(&map));
+        assert_eq!(headers.traceparent.as_deref(), Some(parent), "the trace itself is kept");
+        assert_eq!((headers.tracestate, headers.baggage), (None, None));
     }
 
     #[test]
