@@ -130,7 +130,8 @@ pub async fn announce_entity_types(config: &Config, types: &crate::entity_types:
 }
 
 /// Creates (or finds) everything a deployment needs on NATS: the work and events streams, every stage's durable
-/// consumer and the watchdog's, and the KV buckets. Idempotent. Run it as a user allowed to create them (the
+/// consumer and the watchdog's, and the KV buckets. Idempotent; refuses, with the command that fixes it, a
+/// stream that exists with other replicas than `nats.replicas`. Run it as a user allowed to create them (the
 /// admin user of `deploy/nats/accounts.conf`); stage users may then only use them.
 pub async fn setup(config: &Config) -> anyhow::Result<String> {
     let url = config.nats.url.clone().context("setup needs a NATS URL (SLEUTH__NATS__URL or NATS_URL)")?;
@@ -146,6 +147,24 @@ pub async fn setup(config: &Config) -> anyhow::Result<String> {
     crate::store::bucket::KvBucket::open(js, &subjects.conversations_bucket(), conversations, replicas, description)
         .await?;
     IndexGeneration::on_nats(js, &subjects, replicas).await?;
+    // An existing stream keeps the replicas it was created with: a deployment moved to a cluster would go on
+    // running on one copy while believing it has three.
+    let streams = [
+        subjects.work_stream(),
+        subjects.events_stream(),
+        format!("KV_{}", subjects.loops_bucket()),
+        format!("KV_{}", subjects.conversations_bucket()),
+        format!("KV_{}", subjects.meta_bucket()),
+    ];
+    for name in streams {
+        let mut stream = js.get_stream(&name).await.with_context(|| format!("cannot read stream {name}"))?;
+        let has = stream.info().await.with_context(|| format!("cannot read stream {name}"))?.config.num_replicas;
+        anyhow::ensure!(
+            has == replicas,
+            "stream {name} has {has} replica(s) but nats.replicas is {replicas}: change it with \
+             `nats stream edit {name} --replicas {replicas}` (as the admin user), then run `sleuth setup` again"
+        );
+    }
     Ok(format!(
         "streams {} and {}, consumers {}, buckets {}, {} and {}: ready ({replicas} replica(s) each)",
         subjects.work_stream(),

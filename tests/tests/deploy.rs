@@ -252,6 +252,20 @@ async fn a_stage_under_the_wrong_user_fails_at_start_up_and_names_the_subject() 
     server.assert_no_violations_but(&["User \"planner\""]);
 }
 
+#[test]
+fn setup_refuses_streams_whose_replicas_are_not_the_configured_ones() {
+    let server = nats::nats_server();
+    let dir = tempfile::tempdir().unwrap();
+    let deployment = Deployment::new(&server.url, &unique("replicas"), dir.path());
+    let first = run_cli(&deployment, &["setup"], &[]);
+    assert!(first.status.success(), "{}", String::from_utf8_lossy(&first.stderr));
+    // The streams exist with one replica; a deployment that now says three is told how to move them.
+    let again = run_cli(&deployment, &["setup"], &[("SLEUTH__NATS__REPLICAS", "3")]);
+    let stderr = String::from_utf8_lossy(&again.stderr);
+    assert!(!again.status.success(), "setup must refuse: {stderr}");
+    assert!(stderr.contains("has 1 replica(s) but nats.replicas is 3") && stderr.contains("--replicas 3"), "{stderr}");
+}
+
 /// Every final event on the events stream, by request id.
 async fn finals(url: &str, stream: &str) -> HashMap<uuid::Uuid, usize> {
     let js = async_nats::jetstream::new(async_nats::connect(url).await.unwrap());

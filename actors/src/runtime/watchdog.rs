@@ -9,7 +9,7 @@ use std::{sync::Arc, time::Duration};
 use sleuth_messages::{Phase, Stage, TerminationReason};
 
 use super::{Counter, NodeContext, finish};
-use crate::{bus::DeadlineDelivery, machine, telemetry};
+use crate::{bus::DeadlineDelivery, machine, store::StoreError, telemetry};
 
 /// What to do with a timer now: wait this much longer, or act.
 pub fn due_in(deadline_ms: u64, grace_ms: u64, now_ms: u64) -> Option<Duration> {
@@ -49,6 +49,13 @@ async fn handle(ctx: &NodeContext, timer: Box<dyn DeadlineDelivery>) -> anyhow::
         }
         Ok(Some(_)) => None,
         Ok(None) => None,
+        Err(StoreError::Corrupt(e)) => {
+            // No process can load this request again, so no one can end it: handing the timer back would only
+            // bring it here every second until the state expires.
+            tracing::error!(request_id = %id, error = %e, "the request's state cannot be read: its deadline timer is dropped");
+            timer.ack().await?;
+            return Ok(());
+        }
         Err(e) => {
             // Not acked: the timer comes back after a pause, and the state store may be back too.
             timer.nak(Duration::from_secs(1)).await?;
