@@ -40,6 +40,24 @@ fn ask_on_a_fresh_data_dir_prints_a_cited_answer() {
     assert!(text.contains("stopped: sufficient"), "{text}");
 }
 
+/// Whatever `RUST_LOG` says (the image sets `info`), logs go to stderr: stdout holds the answer alone, first line
+/// first, and `--json` stays one parseable document.
+#[test]
+fn ask_prints_the_answer_not_logs_whatever_rust_log_says() {
+    let dir = tempfile::tempdir().unwrap();
+    for level in ["info", "debug"] {
+        let out = sleuth(dir.path(), &["ask", "Which anime is Luffy in?"], &[("RUST_LOG", level)]);
+        let text = stdout(&out);
+        assert!(text.starts_with("One Piece"), "RUST_LOG={level}: the answer is not first on stdout:\n{text}");
+        assert!(!text.contains("\"level\"") && !text.contains(" INFO "), "RUST_LOG={level}: logs on stdout:\n{text}");
+        assert!(!out.stderr.is_empty(), "RUST_LOG={level}: the logs went nowhere");
+        let out = sleuth(dir.path(), &["ask", "--json", "Which anime is Luffy in?"], &[("RUST_LOG", level)]);
+        let json: serde_json::Value = serde_json::from_slice(&out.stdout)
+            .unwrap_or_else(|e| panic!("RUST_LOG={level}: stdout is not one JSON document ({e}):\n{}", stdout(&out)));
+        assert!(json["outcome"]["answer"].is_object(), "{json}");
+    }
+}
+
 #[test]
 fn ask_json_prints_the_raw_response() {
     let dir = tempfile::tempdir().unwrap();
