@@ -288,6 +288,8 @@ fn extract<'a>(a: &Asked, question: &str, window: &[&'a Card], links: usize) -> 
     let depth = depths(question, window);
     let target = links + 1;
     let final_cues = a.final_cues(links);
+    // The chain's end is in the window: a card as many hops from the question as the question has links.
+    let reached_end = links > 0 && depth.contains(&Some(links));
     let mut tally: Vec<Tally<'a>> = Vec::new();
     for (rank, card) in window.iter().copied().enumerate() {
         // A card whose title is only the question's own words ("Place of birth") defines the question's terms;
@@ -325,6 +327,16 @@ fn extract<'a>(a: &Asked, question: &str, window: &[&'a Card], links: usize) -> 
             let named = question_names.iter().filter(|n| text::mentions(sentence, n)).count() as f32;
             // A sentence of a card about something the question names speaks for it most directly.
             let about = question_names.iter().any(|n| text::mentions(&card.hit.title, n));
+            // In a chain the answer is about the chain's end ("the director of film X" is asked where he was
+            // born), not about the thing the question names. Once the end is in the window, a bridge card's
+            // sentences speak for a bridge, and the end card's speak for what the chain arrived at (most of all
+            // those that use the question's words). A question that names two things may ask how the chain's end relates to
+            // the second ("When did the spouse of X make Y?"), so their cards keep speaking for them.
+            let (named, about) = match depth[rank] {
+                Some(d) if d < links && reached_end && question_names.len() <= 1 => (0.0, false),
+                Some(d) if links > 0 && d == links => (1.0, weight > 0.0),
+                _ => (named, about),
+            };
             // Past two of the question's words a sentence is not more likely to hold the answer: the words that
             // describe the chain ("the composer of the film") crowd the bridge's sentences, not the answer's.
             let relevance = weight.min(2.0) + 0.5 * named + if about && named > 0.0 { 0.5 } else { 0.0 };

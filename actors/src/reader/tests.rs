@@ -42,6 +42,33 @@ fn a_place_is_read_at_the_end_of_the_chain() {
 }
 
 #[test]
+fn a_chain_question_is_answered_from_the_chain_s_end_not_from_the_card_it_names() {
+    // The film's card names the question's film and a year; the answer is the director's, one hop on.
+    let cards = [
+        card(
+            1,
+            "Madame Valère",
+            "Madame Valère is a 1916 silent comedy film directed by Paul Marceau. The film was released in 1916.",
+        ),
+        card(
+            2,
+            "Paul Marceau",
+            "Paul Marceau (2 February 1886 – 10 August 1960) was a French film director. He died in Nice.",
+        ),
+    ];
+    let (text, cited) = answer("What is the date of death of the director of film Madame Valère?", &cards, 1).unwrap();
+    assert_eq!(text, "10 August 1960");
+    assert_eq!(cited, [2]);
+    // A question that names two things keeps reading the second's card: "When did the spouse of X record Y?"
+    let cards = [
+        card(1, "Ann Lee", "Ann Lee (1900–1971) was a pianist. She was married to Bo Ek."),
+        card(2, "Bo Ek", "Bo Ek (1901–1971) was a trumpeter and singer."),
+        card(3, "Blue Morning", "Blue Morning is a song by Bo Ek. It was recorded on 16 August 1967."),
+    ];
+    assert_eq!(answer("When did the spouse of Ann Lee record Blue Morning?", &cards, 1).unwrap().0, "16 August 1967");
+}
+
+#[test]
 fn a_person_is_the_name_next_to_the_relation() {
     let cards = [
         card(1, "The Quiet Hour", "The Quiet Hour is a 1971 drama film directed by Jean Dupont, starring Ann Lee."),
