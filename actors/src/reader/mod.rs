@@ -290,6 +290,10 @@ fn extract<'a>(a: &Asked, question: &str, window: &[&'a Card], links: usize) -> 
     let final_cues = a.final_cues(links);
     // The chain's end is in the window: a card as many hops from the question as the question has links.
     let reached_end = links > 0 && depth.contains(&Some(links));
+    // A link is described by the chain's words ("mother" in "X's mother"), not by the relation the answer ends it
+    // with ("die"): "married to T (died 875)" does not make T the mother.
+    let link_cues: Vec<String> = a.cues.iter().filter(|c| !final_cues.contains(c)).cloned().collect();
+    let link_cues = if link_cues.is_empty() { a.cues.clone() } else { link_cues };
     let mut tally: Vec<Tally<'a>> = Vec::new();
     for (rank, card) in window.iter().copied().enumerate() {
         // A card whose title is only the question's own words ("Place of birth") defines the question's terms;
@@ -311,7 +315,7 @@ fn extract<'a>(a: &Asked, question: &str, window: &[&'a Card], links: usize) -> 
         let link = match depth[rank] {
             Some(d) if d > 0 => (0..window.len())
                 .filter(|i| depth[*i] == Some(d - 1))
-                .filter_map(|i| link_distance(&window[i].hit.text, subject(&card.hit.title), &a.cues))
+                .filter_map(|i| link_distance(&window[i].hit.text, subject(&card.hit.title), &link_cues))
                 .min()
                 .map_or(0.0, |gap| 1.0 / (1.0 + gap as f32 / 2.0)),
             _ => 0.0,
