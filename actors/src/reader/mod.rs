@@ -334,8 +334,8 @@ fn extract<'a>(a: &Asked, question: &str, window: &[&'a Card], links: usize) -> 
             // In a chain the answer is about the chain's end ("the director of film X" is asked where he was
             // born), not about the thing the question names. Once the end is in the window, a bridge card's
             // sentences speak for a bridge, and the end card's speak for what the chain arrived at (most of all
-            // those that use the question's words). A question that names two things may ask how the chain's end relates to
-            // the second ("When did the spouse of X make Y?"), so their cards keep speaking for them.
+            // those that use the question's words). A question that names two things may ask how the chain's end
+            // relates to the second ("When did the spouse of X make Y?"), so their cards keep speaking for them.
             let (named, about) = match depth[rank] {
                 Some(d) if d < links && reached_end && question_names.len() <= 1 => (0.0, false),
                 Some(d) if links > 0 && d == links => (1.0, weight > 0.0),
