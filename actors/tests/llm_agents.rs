@@ -70,7 +70,7 @@ async fn the_llm_plans_a_parallel_step_follows_the_grader_and_its_made_up_citati
 
     // The plan once, then a parallel step, the grader's follow-up, and a binding "sufficient".
     assert_eq!(script.requests_for("planner_state").len(), 1);
-    assert_eq!(state.plan.as_ref().unwrap().planner_meta.planner_version, "llm-prompts-v2");
+    assert_eq!(state.plan.as_ref().unwrap().planner_meta.planner_version, "llm-prompts-v3");
     assert_eq!(state.turns.len(), 2, "{:?}", state.turns.iter().map(|t| &t.step.rationale).collect::<Vec<_>>());
     assert_eq!(state.turns[0].step.actions.len(), 2);
     assert_eq!(state.turns[0].outcomes.len(), 2, "both actions ran and joined");
@@ -243,4 +243,35 @@ async fn a_follow_up_is_rewritten_by_the_llm_and_by_the_deterministic_rewriter_w
     assert_eq!(sent.len(), 4, "the invented rewrite was sent back once");
     assert!(sent[3].to_string().contains("Bull"), "the correction names what was invented: {}", sent[3]);
     node.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_short_answer_its_source_writes_leads_and_one_it_does_not_is_sent_back() {
+    // What small models write: the citation only as `source`, the confidence on a 0–10 scale. The first draft's
+    // short answer is written in no document it cites: sent back once; the second is accepted.
+    let unsupported = r#"{"short_answer": "Space Pirates of Zorg", "source": 1, "answer": "Luffy is in an anime.", "confidence": 0.9}"#;
+    let sourced = r#"{"short_answer": "One Piece", "source": 1, "answer": "Monkey D. Luffy is the protagonist of the anime.", "confidence": 9}"#;
+    let script = Script::routed(&[("draft_answer", &[content(unsupported), content(sourced)])]);
+    let url = serve(script.clone()).await;
+    let dir = tempfile::tempdir().unwrap();
+    let mut config = config(dir.path(), &url);
+    config.intake.force_route = Some(sleuth_messages::Route::Enhanced);
+    let (answer, state) = run(config, QUESTION).await;
+
+    let sent = script.requests_for("draft_answer");
+    assert_eq!(sent.len(), 2, "one repair");
+    assert!(
+        sent[1].to_string().contains("Space Pirates of Zorg"),
+        "the correction names the short answer: {}",
+        sent[1]
+    );
+    let schema = sent[0]["response_format"]["json_schema"]["schema"]["required"].to_string();
+    assert!(schema.contains("short_answer") && schema.contains("source"), "required in the schema: {schema}");
+    assert_eq!(state.counters.llm_fallbacks, 0);
+    assert!(answer.answer.starts_with("One Piece [1]."), "{}", answer.answer);
+    let short = answer.short_answer.as_ref().expect("a short answer");
+    assert_eq!((short.text.as_str(), short.citations.as_slice()), ("One Piece", &[1][..]));
+    assert!((answer.confidence - 0.9).abs() < 1e-6, "9 of 10 read as 0.9: {}", answer.confidence);
+    assert_eq!(answer.evidence["synthesis"], "llm");
+    assert!(!answer.answer.contains(DEGRADED_NOTE));
 }

@@ -41,17 +41,49 @@ pub fn supporting<'a>(short: &str, cited: &[&'a Card]) -> Vec<&'a Card> {
 /// Seed 002 §10's words for an answer reached without the LLM's full help.
 pub const DEGRADED_NOTE: &str = "Search capabilities were limited; answer is based on partial information.";
 
-/// What the model writes; the runtime adds citations, entities and evidence.
+/// What the model writes; the runtime adds citations, entities and evidence. `short_answer` and `source` are
+/// required in the schema (a server that constrains its output to it must write them) but read as absent when a
+/// reply leaves them out.
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
 pub struct DraftAnswer {
     /// The answer itself in a few words, as a document writes it: a name, a date, a number, yes or no, or a short
-    /// phrase. No citation marks.
-    #[serde(default)]
+    /// phrase. No citation marks. Empty when the documents do not answer the question.
+    #[schemars(required)]
     pub short_answer: Option<String>,
+    /// The number n of the document [n] that writes the short answer.
+    #[schemars(required)]
+    pub source: Option<u32>,
     /// The answer, with `[n]` after each claim naming the document it comes from.
     pub answer: String,
     /// 0 to 1.
+    #[schemars(range(min = 0, max = 1))]
     pub confidence: f32,
+}
+
+impl DraftAnswer {
+    /// The confidence on the 0–1 scale. Small models often answer on a 0–10 or 0–100 scale ("confidence": 9);
+    /// what they mean is plain, so it is read that way rather than refused.
+    pub fn confidence(&self) -> f32 {
+        match self.confidence {
+            c if c <= 1.0 => c,
+            c if c <= 10.0 => c / 10.0,
+            c => c / 100.0,
+        }
+    }
+
+    /// The cards the draft cites: those its answer names as `[n]`, then its `source`, each once and only when
+    /// it was retrieved.
+    pub fn cited<'a>(&self, cards: &'a [Card]) -> Vec<&'a Card> {
+        let mut numbers = cited_numbers(&self.answer);
+        if let Some(n) = self.source.filter(|n| !numbers.contains(n)) {
+            numbers.push(n);
+        }
+        numbers.into_iter().filter_map(|n| cards.iter().find(|c| c.n == n)).collect()
+    }
+
+    fn short(&self) -> Option<&str> {
+        self.short_answer.as_deref().map(str::trim).filter(|s| !s.is_empty())
+    }
 }
 
 impl StructuredSpec for DraftAnswer {
@@ -61,7 +93,7 @@ impl StructuredSpec for DraftAnswer {
         if self.answer.trim().is_empty() {
             return Err("answer must not be empty".into());
         }
-        if !(0.0..=1.0).contains(&self.confidence) {
+        if !(0.0..=100.0).contains(&self.confidence) {
             return Err(format!("confidence must be between 0 and 1, not {}", self.confidence));
         }
         if let Some(short) = &self.short_answer
@@ -98,14 +130,15 @@ impl StageLogic for LlmSynthesizer {
         let abstained = response.warnings.iter().any(|w| w == super::synthesizer::NO_EVIDENCE);
         if !abstained && reason != TerminationReason::Clarification {
             let cites_a_card = |d: &DraftAnswer| -> Result<(), String> {
-                let cited: Vec<&Card> = cited_numbers(&d.answer)
-                    .into_iter()
-                    .filter_map(|n| state.cards.iter().find(|c| c.n == n))
-                    .collect();
+                let cited = d.cited(&state.cards);
                 if cited.is_empty() {
-                    return Err("the answer cites none of the numbered documents; cite each claim as [n]".into());
+                    return Err(
+                        "the answer cites none of the numbered documents; cite each claim as [n] and give the \
+                                number of the document that writes the short answer as source"
+                            .into(),
+                    );
                 }
-                if let Some(short) = d.short_answer.as_deref().filter(|s| !s.trim().is_empty())
+                if let Some(short) = d.short()
                     && supporting(short, &cited).is_empty()
                 {
                     return Err(format!(
@@ -139,10 +172,9 @@ impl StageLogic for LlmSynthesizer {
 /// entities and graph evidence kept.
 fn written(state: &LoopState, base: AgentResponse, draft: DraftAnswer, reason: TerminationReason) -> AgentResponse {
     let (mut answer, removed) = verify_citations(&draft.answer, &state.cards);
-    let cited: Vec<&Card> =
-        cited_numbers(&answer).into_iter().filter_map(|n| state.cards.iter().find(|c| c.n == n)).collect();
+    let cited = draft.cited(&state.cards);
     // The short answer leads, cited by the cards the draft cites that write it (checked before it was accepted).
-    let reading = draft.short_answer.as_deref().map(str::trim).filter(|s| !s.is_empty()).and_then(|short| {
+    let reading = draft.short().and_then(|short| {
         let cards = supporting(short, &cited);
         (!cards.is_empty()).then(|| Reading {
             text: short.trim_end_matches('.').to_string(),
@@ -165,7 +197,7 @@ fn written(state: &LoopState, base: AgentResponse, draft: DraftAnswer, reason: T
         response.source_entities = base.source_entities;
         response.result_entities = base.result_entities;
     }
-    response.confidence = if reason.is_cap() { draft.confidence * 0.6 } else { draft.confidence };
+    response.confidence = if reason.is_cap() { draft.confidence() * 0.6 } else { draft.confidence() };
     if removed > 0 {
         response.warnings.push("HALLUCINATED_CITATIONS_REMOVED".into());
     }
