@@ -249,7 +249,7 @@ async fn a_follow_up_is_rewritten_by_the_llm_and_by_the_deterministic_rewriter_w
 async fn a_short_answer_its_source_writes_leads_and_one_it_does_not_is_sent_back() {
     // What small models write: the citation only as `source`, the confidence on a 0–10 scale. The first draft's
     // short answer is written in no document it cites: sent back once; the second is accepted.
-    let unsupported = r#"{"short_answer": "Space Pirates of Zorg", "source": 1, "answer": "Luffy is in an anime.", "confidence": 0.9}"#;
+    let unsupported = r#"{"short_answer": "Space Pirates of Zorg", "source": 1, "answer": "Luffy is in an anime [1].", "confidence": 0.9}"#;
     let sourced = r#"{"short_answer": "One Piece", "source": 1, "answer": "Monkey D. Luffy is the protagonist of the anime.", "confidence": 9}"#;
     let script = Script::routed(&[("draft_answer", &[content(unsupported), content(sourced)])]);
     let url = serve(script.clone()).await;

@@ -71,14 +71,17 @@ impl DraftAnswer {
         }
     }
 
-    /// The cards the draft cites: those its answer names as `[n]`, then its `source`, each once and only when
-    /// it was retrieved.
+    /// The cards the draft cites: those its answer names as `[n]`, then its `source` when that card writes the
+    /// short answer; each once and only when it was retrieved. A `source` that does not write the answer is not
+    /// a citation.
     pub fn cited<'a>(&self, cards: &'a [Card]) -> Vec<&'a Card> {
-        let mut numbers = cited_numbers(&self.answer);
-        if let Some(n) = self.source.filter(|n| !numbers.contains(n)) {
-            numbers.push(n);
-        }
-        numbers.into_iter().filter_map(|n| cards.iter().find(|c| c.n == n)).collect()
+        let find = |n: u32| cards.iter().find(|c| c.n == n);
+        let mut cited: Vec<&Card> = cited_numbers(&self.answer).into_iter().filter_map(find).collect();
+        let source = self.source.and_then(find).filter(|card| {
+            !cited.iter().any(|c| c.n == card.n) && self.short().is_some_and(|s| !supporting(s, &[*card]).is_empty())
+        });
+        cited.extend(source);
+        cited
     }
 
     fn short(&self) -> Option<&str> {
@@ -230,4 +233,32 @@ fn mark_degraded(response: &mut AgentResponse) {
     response.answer = format!("{DEGRADED_NOTE} {}", response.answer);
     response.warnings.push("DEGRADED".into());
     response.evidence.insert("degraded".into(), true.into());
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fixtures;
+
+    fn draft(short: &str, source: u32, answer: &str) -> DraftAnswer {
+        DraftAnswer { short_answer: Some(short.into()), source: Some(source), answer: answer.into(), confidence: 9.0 }
+    }
+
+    #[test]
+    fn the_source_is_cited_only_when_it_writes_the_short_answer() {
+        let cards = vec![
+            fixtures::card(1, 1, "luffy", "Monkey D. Luffy", "Luffy is the protagonist of One Piece."),
+            fixtures::card(2, 1, "naruto", "Naruto", "Naruto is a manga by Masashi Kishimoto."),
+        ];
+        let numbers = |d: &DraftAnswer| d.cited(&cards).iter().map(|c| c.n).collect::<Vec<_>>();
+        assert_eq!(numbers(&draft("One Piece", 1, "Luffy is in an anime.")), [1]);
+        assert_eq!(
+            numbers(&draft("One Piece", 2, "Luffy is in an anime.")),
+            Vec::<u32>::new(),
+            "[2] does not write it"
+        );
+        assert_eq!(numbers(&draft("One Piece", 1, "See [2] and [1].")), [2, 1], "each card once, in reading order");
+        assert_eq!(numbers(&draft("One Piece", 9, "Luffy [1].")), [1], "an unknown source is no citation");
+        assert!((draft("x", 1, "y").confidence() - 0.9).abs() < 1e-6);
+    }
 }
