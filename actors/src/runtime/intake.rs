@@ -26,29 +26,49 @@ async fn publish_state(
         return Ok(());
     }
     // The state is stored: giving up now would strand it. A bus that is briefly away (a NATS server restarting)
-    // is waited for, with backoff, for a bounded time within the request's deadline; the messages carry ids, so
-    // a publish that did go through before its ack was lost is not doubled.
-    let give_up_ms = telemetry::now_ms().saturating_add(PUBLISH_PATIENCE_MS).min(state.deadline_ms);
+    // is waited for; the messages carry ids, so a publish that did go through before its ack was lost is not
+    // doubled.
+    let published = patiently(
+        state.request_id,
+        state.deadline_ms,
+        "publish the first work",
+        |_| true,
+        || publish_all(ctx, state, Some(sleuth_messages::Stage::Intake), trace, false),
+    );
+    published.await.map_err(|e| {
+        ErrorResponse::new(ErrorKind::Unavailable, format!("cannot publish work: {e}")).for_request(state.request_id)
+    })
+}
+
+/// Runs `op` until it succeeds, fails with an error `transient` does not accept, or [`PATIENCE_MS`] (at most
+/// until `deadline_ms`) have passed, waiting with backoff in between: a state store or bus that is briefly away,
+/// as while a NATS server restarts and its JetStream recovers its streams, is waited for rather than reported.
+async fn patiently<T, E: std::fmt::Display, F: std::future::Future<Output = Result<T, E>>>(
+    request_id: Uuid,
+    deadline_ms: u64,
+    what: &str,
+    transient: impl Fn(&E) -> bool,
+    mut op: impl FnMut() -> F,
+) -> Result<T, E> {
+    let give_up_ms = telemetry::now_ms().saturating_add(PATIENCE_MS).min(deadline_ms);
     let mut attempt = 0;
     loop {
-        match publish_all(ctx, state, Some(sleuth_messages::Stage::Intake), trace, false).await {
-            Ok(()) => return Ok(()),
-            Err(e) if telemetry::now_ms() >= give_up_ms => {
-                return Err(ErrorResponse::new(ErrorKind::Unavailable, format!("cannot publish work: {e}"))
-                    .for_request(state.request_id));
-            }
-            Err(e) => {
+        match op().await {
+            Err(e) if transient(&e) && telemetry::now_ms() < give_up_ms => {
                 let wait = crate::guard::backoff(attempt, 100, 2_000);
-                tracing::warn!(request_id = %state.request_id, attempt, error = %e, wait_ms = wait.as_millis() as u64, "cannot publish the first work yet; retrying");
+                let wait_ms = wait.as_millis() as u64;
+                tracing::warn!(%request_id, attempt, error = %e, wait_ms, "cannot {what} yet; retrying");
                 tokio::time::sleep(wait).await;
                 attempt += 1;
             }
+            done => return done,
         }
     }
 }
 
-/// How long intake keeps trying to publish a new request's first work before it answers with an error.
-const PUBLISH_PATIENCE_MS: u64 = 15_000;
+/// How long intake keeps trying to store a new request's state, or publish its first work, before it answers
+/// with an error.
+const PATIENCE_MS: u64 = 15_000;
 
 /// Accepts a question: validates it, creates its loop state and publishes the first work. Returns its id.
 ///
@@ -162,7 +182,15 @@ async fn accept(
         state.counters.llm_fallbacks = 1;
         state.degraded.push(sleuth_messages::Degradation::new(sleuth_messages::Backend::Llm, why));
     }
-    match ctx.store.create(&state).await {
+    // A create whose ack was lost is retried into `AlreadyExists`, which is handled as a re-sent request.
+    let created = patiently(
+        request_id,
+        state.deadline_ms,
+        "store the loop state",
+        |e| matches!(e, StoreError::Unavailable(_)),
+        || ctx.store.create(&state),
+    );
+    match created.await {
         Ok(_) => {}
         Err(StoreError::AlreadyExists) => {
             // A client re-sent the same request id: the request is already under way, publish what it needs.
