@@ -204,6 +204,10 @@ pub const RESEND_AFTER: Duration = Duration::from_secs(2);
 /// subscribe again within a second or two.
 const NO_RESPONDERS_GRACE: Duration = Duration::from_secs(4);
 
+/// How soon a question nobody answered is sent again: intake subscribes last, once its process can take the first
+/// step, so a cluster that is starting up is ready within moments.
+const NO_RESPONDERS_RESEND: Duration = Duration::from_millis(200);
+
 /// Sends `request` to `sleuth.v1.ask` and waits for the reply. With `on_event`, prints progress as it happens.
 pub async fn ask_remote(
     url: &str,
@@ -276,6 +280,7 @@ pub async fn ask_with(
                             anyhow::bail!("nothing answers {}: start the stages with `sleuth serve --stages all`", subjects.ask());
                         }
                         tracing::info!(%request_id, "nothing answers the question yet: sending it again shortly");
+                        resend.reset_after(NO_RESPONDERS_RESEND);
                         continue;
                     }
                     let reply = codec::decode::<AskReply>(&reply.payload)?.0;

@@ -18,10 +18,8 @@ use crate::{
     llm::{LlmAgent, LlmClient},
     retrieval::{Retriever, cache::RetrievalCache},
     runtime::{
-        Cancellations, NodeContext, Stats, cancel, dead_letters, endpoint, intake,
-        responder::ResponderArgs,
-        startup,
-        supervisor::{NodeSupervisor, Pool, StageArgs},
+        Cancellations, NodeContext, Stats, cancel, dead_letters, endpoint, intake, ready, startup,
+        supervisor::{NodeMsg, NodeSupervisor, Pool, StageArgs},
         watchdog,
         worker::WorkerArgs,
     },
@@ -47,8 +45,10 @@ pub struct Node {
     pub graph: Option<Arc<dyn GraphStore>>,
     /// The retrieve stage's cache in this process, for its stats.
     pub cache: Option<Arc<RetrievalCache>>,
-    supervisor: ActorRef<()>,
+    supervisor: ActorRef<NodeMsg>,
     supervisor_handle: JoinHandle<()>,
+    /// The stages whose work queues this process consumes.
+    consuming: Vec<Stage>,
     /// The work queues, closed when the process drains.
     queues: Vec<Arc<dyn WorkQueue>>,
     tasks: Vec<JoinHandle<()>>,
@@ -158,7 +158,9 @@ impl Node {
             Arc::new(NodeContext { rewriter: llm.clone(), entity_types, ..NodeContext::in_memory(config, bus, store) });
         let cache = RetrievalCache::from_config(&ctx.config.intake);
         let backends = Backends { retriever: Some(retriever), graph: Some(graph), llm, cache };
-        Node::start(ctx, &ALL_STAGES, backends, Vec::new(), Vec::new(), Arc::new(Health::default())).await
+        let node = Node::start(ctx, &ALL_STAGES, backends, Arc::new(Health::default())).await?;
+        node.health.set_started();
+        Ok(node)
     }
 
     /// The given stages of this process, attached to NATS. `health` is what the process's `/readyz` reports.
@@ -208,22 +210,34 @@ impl Node {
                 metrics::retrieval_cache(stats.hits, stats.misses);
             });
         }
-        let (services, status_tasks, responders) =
-            endpoint::register_all(&client, &ctx, stages, cache.clone(), graph.as_ref()).await?;
-        let backends = Backends { retriever, graph: graph.clone(), llm, cache };
-        let mut node = Node::start(ctx.clone(), stages, backends, services, responders, health).await?;
+        let backends = Backends { retriever, graph: graph.clone(), llm, cache: cache.clone() };
+        let mut node = Node::start(ctx.clone(), stages, backends, health.clone()).await?;
         node._graph_owner = graph_owner;
-        node.tasks.extend(status_tasks);
         node.tasks.extend(follows_types);
+        ready::confirm(&ctx, &node.consuming, &health).await?;
+        // Last, so no question and no lane request reaches this process, and no `nats micro` ping answers,
+        // before it can take the first step.
+        let (services, status_tasks, responders) =
+            endpoint::register_all(&client, &ctx, stages, cache, graph.as_ref()).await?;
+        let pools =
+            responders.into_iter().map(|r| StageArgs { pool: Pool::Respond(r), workers: ctx.config.stages.workers });
+        let pools = pools.collect();
+        node.supervisor
+            .call(|reply| NodeMsg::AddPools(pools, reply), None)
+            .await
+            .map_err(|e| anyhow::anyhow!("cannot start the endpoints' responders: {e}"))?;
+        node._services = services;
+        node.tasks.extend(status_tasks);
+        health.set_started();
         Ok(node)
     }
 
+    /// Starts the work pools of `stages` and the process's watchers (dead letters, cancellations, deadlines),
+    /// their subscriptions opened before this returns. The caller says when the node is ready.
     async fn start(
         ctx: Arc<NodeContext>,
         stages: &[Stage],
         backends: Backends,
-        services: Vec<async_nats::service::Service>,
-        responders: Vec<ResponderArgs>,
         health: Arc<Health>,
     ) -> anyhow::Result<Node> {
         // Downstream first, so nothing is published to a stage that is not consuming yet.
@@ -242,32 +256,31 @@ impl Node {
             });
             consuming.push(stage);
         }
-        // Intake's questions and the graph's lanes are answered by supervised pools too.
-        args.extend(
-            responders.into_iter().map(|r| StageArgs { pool: Pool::Respond(r), workers: ctx.config.stages.workers }),
-        );
+        // Subscribed before any work is taken, so no dead letter, cancellation or timer goes unseen.
+        let letters = ctx.bus.dead_letters(&consuming).await.context("cannot watch for dead letters")?;
+        let cancels = ctx.bus.cancels().await.context("cannot listen for cancellations")?;
+        let timers = ctx.bus.deadlines().await.context("cannot take deadline timers")?;
         let (supervisor, supervisor_handle) =
             Actor::spawn(None, NodeSupervisor, args).await.context("cannot start the supervisors")?;
         let mut tasks = Vec::new();
         let watcher_ctx = ctx.clone();
         tasks.push(tokio::spawn(async move {
-            if let Err(e) = dead_letters::watch(watcher_ctx, consuming).await {
+            if let Err(e) = dead_letters::watch(watcher_ctx, letters).await {
                 tracing::error!(error = format!("{e:#}"), "dead-letter watcher stopped");
             }
         }));
         let cancel_ctx = ctx.clone();
         tasks.push(tokio::spawn(async move {
-            if let Err(e) = cancel::listen(cancel_ctx).await {
+            if let Err(e) = cancel::listen(cancel_ctx, cancels).await {
                 tracing::error!(error = format!("{e:#}"), "cancellation listener stopped");
             }
         }));
         let watchdog_ctx = ctx.clone();
         tasks.push(tokio::spawn(async move {
-            if let Err(e) = watchdog::run(watchdog_ctx).await {
+            if let Err(e) = watchdog::run(watchdog_ctx, timers).await {
                 tracing::error!(error = format!("{e:#}"), "deadline watchdog stopped");
             }
         }));
-        health.set_started();
         Ok(Node {
             ctx,
             health,
@@ -276,9 +289,10 @@ impl Node {
             cache: backends.cache,
             supervisor,
             supervisor_handle,
+            consuming,
             queues,
             tasks,
-            _services: services,
+            _services: Vec::new(),
             _graph_owner: None,
         })
     }

@@ -223,7 +223,7 @@ impl Bus for MemoryBus {
         let (tx, _) = self.queue(stage);
         let delivered = tx.counts.delivered.load(Ordering::Relaxed);
         let waiting = tx.counts.sent.load(Ordering::Relaxed).saturating_sub(delivered);
-        Ok(Backlog { waiting, delivered })
+        Ok(Backlog { waiting, delivered, pulls: 0 })
     }
 
     fn max_deliver(&self) -> u32 {

@@ -29,6 +29,9 @@ pub struct Backlog {
     pub waiting: u64,
     /// Deliveries to the stage's workers so far (redeliveries included): its rate is how fast work is taken.
     pub delivered: u64,
+    /// Pull requests the server holds for the stage's workers, of every process (always 0 in-process, where
+    /// workers do not pull).
+    pub pulls: u64,
 }
 
 /// A work message that could not be processed `max_deliver` times, or could not be decoded at all.

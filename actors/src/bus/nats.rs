@@ -289,7 +289,11 @@ impl Bus for NatsBus {
     async fn backlog(&self, stage: Stage) -> Result<Backlog, BusError> {
         let name = self.subjects.consumer(stage);
         let info = self.work.consumer_info(&name).await.map_err(|e| unavailable(format!("consumer {name}: {e}")))?;
-        Ok(Backlog { waiting: info.num_pending, delivered: info.delivered.consumer_sequence })
+        Ok(Backlog {
+            waiting: info.num_pending,
+            delivered: info.delivered.consumer_sequence,
+            pulls: info.num_waiting as u64,
+        })
     }
 
     fn ack_wait(&self) -> Duration {

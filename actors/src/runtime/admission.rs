@@ -141,7 +141,7 @@ mod tests {
     use super::*;
 
     fn reading(at: Instant, waiting: u64, delivered: u64) -> Reading {
-        Reading { at, backlog: Backlog { waiting, delivered } }
+        Reading { at, backlog: Backlog { waiting, delivered, pulls: 0 } }
     }
 
     #[test]

@@ -8,7 +8,7 @@ use std::{
     sync::{Arc, Mutex},
 };
 
-use futures::StreamExt;
+use futures::{StreamExt, stream::BoxStream};
 use sleuth_messages::TerminationReason;
 use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
@@ -78,8 +78,7 @@ pub async fn cancel(ctx: &NodeContext, request_id: Uuid) -> anyhow::Result<bool>
 }
 
 /// Follows the deployment's cancellations until the bus closes. Spawn it once per process.
-pub async fn listen(ctx: Arc<NodeContext>) -> anyhow::Result<()> {
-    let mut cancels = ctx.bus.cancels().await?;
+pub async fn listen(ctx: Arc<NodeContext>, mut cancels: BoxStream<'static, Uuid>) -> anyhow::Result<()> {
     while let Some(request_id) = cancels.next().await {
         let ctx = ctx.clone();
         tokio::spawn(async move {

@@ -3,14 +3,14 @@
 
 use std::sync::Arc;
 
-use futures::StreamExt;
-use sleuth_messages::{ErrorKind, ErrorResponse, Stage};
+use futures::{StreamExt, stream::BoxStream};
+use sleuth_messages::{ErrorKind, ErrorResponse};
 
 use super::{Counter, NodeContext, finish::end_with_error};
+use crate::bus::DeadLetter;
 
 /// Runs until the bus closes. Spawn it once per process.
-pub async fn watch(ctx: Arc<NodeContext>, stages: Vec<Stage>) -> anyhow::Result<()> {
-    let mut letters = ctx.bus.dead_letters(&stages).await?;
+pub async fn watch(ctx: Arc<NodeContext>, mut letters: BoxStream<'static, DeadLetter>) -> anyhow::Result<()> {
     while let Some(letter) = letters.next().await {
         tracing::error!(request_id = %letter.request_id, stage = %letter.stage, reason = %letter.reason, "dead letter, ending the request");
         ctx.stats.incr(letter.stage, Counter::DeadLetters);

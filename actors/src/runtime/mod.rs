@@ -10,6 +10,7 @@ pub mod handler;
 pub mod intake;
 pub mod kv;
 pub mod lanes;
+pub mod ready;
 pub mod responder;
 pub mod startup;
 mod stats;

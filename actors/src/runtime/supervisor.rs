@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use ractor::{Actor, ActorCell, ActorProcessingErr, ActorRef, SpawnErr, SupervisionEvent};
+use ractor::{Actor, ActorCell, ActorProcessingErr, ActorRef, RpcReplyPort, SpawnErr, SupervisionEvent};
 use sleuth_messages::Stage;
 
 use super::{
@@ -107,28 +107,62 @@ impl Actor for StageSupervisor {
 /// The root of a process's actors.
 pub struct NodeSupervisor;
 
+/// What a [`NodeSupervisor`] is told after it started.
+pub enum NodeMsg {
+    /// Supervise these pools too, then reply: a distributed process adds its request/reply endpoints' pools
+    /// last, once its work queues are pulled from (`ready.rs`).
+    AddPools(Vec<StageArgs>, RpcReplyPort<()>),
+}
+
 pub struct NodeState {
     stages: Vec<(StageArgs, ActorRef<()>)>,
 }
 
+impl NodeState {
+    /// One stage supervisor per pool, in the order given.
+    async fn supervise(&mut self, myself: &ActorRef<NodeMsg>, pools: Vec<StageArgs>) -> Result<(), SpawnErr> {
+        for args in pools {
+            let (sup, _) = Actor::spawn_linked(None, StageSupervisor, args.clone(), myself.get_cell()).await?;
+            self.stages.push((args, sup));
+        }
+        Ok(())
+    }
+}
+
 impl Actor for NodeSupervisor {
-    type Msg = ();
+    type Msg = NodeMsg;
     type State = NodeState;
     type Arguments = Vec<StageArgs>;
 
     /// Wires the pipeline: one stage supervisor per stage, in the order given (downstream first).
-    async fn pre_start(&self, myself: ActorRef<()>, stages: Vec<StageArgs>) -> Result<NodeState, ActorProcessingErr> {
-        let mut supervised = Vec::with_capacity(stages.len());
-        for args in stages {
-            let (sup, _) = Actor::spawn_linked(None, StageSupervisor, args.clone(), myself.get_cell()).await?;
-            supervised.push((args, sup));
+    async fn pre_start(
+        &self,
+        myself: ActorRef<NodeMsg>,
+        stages: Vec<StageArgs>,
+    ) -> Result<NodeState, ActorProcessingErr> {
+        let mut state = NodeState { stages: Vec::with_capacity(stages.len()) };
+        state.supervise(&myself, stages).await?;
+        Ok(state)
+    }
+
+    async fn handle(
+        &self,
+        myself: ActorRef<NodeMsg>,
+        message: NodeMsg,
+        state: &mut NodeState,
+    ) -> Result<(), ActorProcessingErr> {
+        match message {
+            NodeMsg::AddPools(pools, reply) => {
+                state.supervise(&myself, pools).await?;
+                let _ = reply.send(());
+            }
         }
-        Ok(NodeState { stages: supervised })
+        Ok(())
     }
 
     async fn handle_supervisor_evt(
         &self,
-        myself: ActorRef<()>,
+        myself: ActorRef<NodeMsg>,
         event: SupervisionEvent,
         state: &mut NodeState,
     ) -> Result<(), ActorProcessingErr> {

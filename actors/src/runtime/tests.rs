@@ -92,7 +92,8 @@ async fn harness(grader: Arc<dyn StageLogic>, max_deliver: i64) -> Harness {
         args.push(StageArgs { pool: Pool::Work(WorkerArgs { ctx: ctx.clone(), logic, queue }), workers: 1 });
     }
     Actor::spawn(None, NodeSupervisor, args).await.unwrap();
-    tokio::spawn(super::dead_letters::watch(ctx.clone(), Stage::ALL.to_vec()));
+    let letters = ctx.bus.dead_letters(&Stage::ALL).await.unwrap();
+    tokio::spawn(super::dead_letters::watch(ctx.clone(), letters));
     Harness { ctx, bus, _dir: dir }
 }
 

@@ -9,7 +9,12 @@ use std::{sync::Arc, time::Duration};
 use sleuth_messages::{Phase, Stage, TerminationReason};
 
 use super::{Counter, NodeContext, finish};
-use crate::{bus::DeadlineDelivery, machine, store::StoreError, telemetry};
+use crate::{
+    bus::{DeadlineDelivery, DeadlineQueue},
+    machine,
+    store::StoreError,
+    telemetry,
+};
 
 /// What to do with a timer now: wait this much longer, or act.
 pub fn due_in(deadline_ms: u64, grace_ms: u64, now_ms: u64) -> Option<Duration> {
@@ -18,8 +23,7 @@ pub fn due_in(deadline_ms: u64, grace_ms: u64, now_ms: u64) -> Option<Duration> 
 }
 
 /// Runs until the bus closes. Spawn it once per process.
-pub async fn run(ctx: Arc<NodeContext>) -> anyhow::Result<()> {
-    let timers = ctx.bus.deadlines().await?;
+pub async fn run(ctx: Arc<NodeContext>, timers: Arc<dyn DeadlineQueue>) -> anyhow::Result<()> {
     loop {
         match timers.next().await {
             Ok(Some(timer)) => {
