@@ -73,7 +73,9 @@ pub fn mentions(haystack: &str, needle: &str) -> bool {
 /// True when the text before a period ends in an initial ("Monkey D.") or a common abbreviation ("Dr.").
 fn is_abbreviation(before: &str) -> bool {
     let word = before.rsplit(|c: char| c.is_whitespace()).next().unwrap_or("");
-    let single_initial = word.chars().count() == 1 && word.chars().all(char::is_uppercase);
+    // "J. Smith", and a life's "(b. 1950)", "(d. 851)" or "(c. 1450)".
+    let single_initial = word.chars().count() == 1 && word.chars().all(char::is_uppercase)
+        || word.strip_prefix('(').is_some_and(|w| w.chars().count() == 1 && w.chars().all(char::is_alphabetic));
     single_initial || ["Mr", "Mrs", "Ms", "Dr", "St", "Jr", "Sr", "vs", "etc", "e.g", "i.e"].contains(&word)
 }
 
@@ -272,6 +274,10 @@ mod tests {
         assert_eq!(
             sentences("Monkey D. Luffy sails. Dr. Kureha heals."),
             vec!["Monkey D. Luffy sails.", "Dr. Kureha heals."]
+        );
+        assert_eq!(
+            sentences("Emma (d. 851) was a queen. She ruled."),
+            vec!["Emma (d. 851) was a queen.", "She ruled."]
         );
     }
 

@@ -48,6 +48,17 @@ pub(crate) fn same_word(word: &str, cue: &str) -> bool {
     short.len() >= 3 && long.starts_with(short) && long.len() - short.len() <= 3
 }
 
+/// A life's abbreviations, "(b. 1950)" and "(d. 20 March 851)": the word they stand for when `word` (with its
+/// trailing separator) is one of them and opens a parenthesis or follows a comma or semicolon inside one.
+fn life_abbreviation(before: &str, word: &str) -> Option<&'static str> {
+    let opens = matches!(before.trim_end().chars().last(), Some('(' | ';' | ','));
+    match word {
+        "d." if opens => Some("died"),
+        "b." if opens => Some("born"),
+        _ => None,
+    }
+}
+
 /// Byte offsets of the question's cue words in a sentence.
 fn cue_positions(sentence: &str, cues: &[String]) -> Vec<(usize, usize)> {
     let mut out = Vec::new();
@@ -59,6 +70,7 @@ fn cue_positions(sentence: &str, cues: &[String]) -> Vec<(usize, usize)> {
         if w.is_empty() {
             continue;
         }
+        let w = life_abbreviation(&sentence[..at], word).map_or(w, str::to_string);
         if let Some(i) = cues.iter().position(|c| same_word(&w, c)) {
             out.push((at, i));
         }

@@ -90,6 +90,22 @@ fn dates_numbers_and_phrases_take_their_shape() {
 }
 
 #[test]
+fn a_life_s_abbreviations_say_born_and_died() {
+    // "(d. 20 March 851)" is the mother's death; the wife's "(died 875)" sits on the card the question names.
+    let cards = [
+        card(
+            1,
+            "Karl Otto",
+            "Karl Otto (830–869) was a Frankish king, son of Emma of Tours. He married Adela (died 875).",
+        ),
+        card(2, "Emma of Tours", "Emma of Tours (d. 20 March 851) was a Frankish queen."),
+    ];
+    assert_eq!(answer("When did Karl Otto's mother die?", &cards, 1).unwrap().0, "20 March 851");
+    let cards = [card(1, "Ann Lee", "Ann Lee (b. 4 May 1950) is a pianist. She died out of the charts in 1990.")];
+    assert_eq!(answer("When was Ann Lee born?", &cards, 0).unwrap().0, "4 May 1950");
+}
+
+#[test]
 fn a_comparison_is_decided_by_the_compared_dates() {
     let cards = [
         card(1, "Red Dawn", "Red Dawn is a 1984 American war film."),
