@@ -90,6 +90,15 @@ pub fn explain(message: String) -> String {
     }
 }
 
+/// Who sent a request, as nats-server vouches for it: the account in the `Nats-Request-Info` header it sets on
+/// a request that crossed a service import (a tenant's). `None`: the request came from sleuth's own account.
+pub fn requester(headers: Option<&async_nats::HeaderMap>) -> Result<Option<sleuth_messages::Principal>, String> {
+    match headers.and_then(|h| h.get(sleuth_messages::REQUEST_INFO_HEADER)) {
+        Some(info) => sleuth_messages::Principal::from_request_info(info.as_str()).map(Some),
+        None => Ok(None),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

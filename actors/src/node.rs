@@ -310,7 +310,7 @@ impl Node {
         let trace = context::of_span(&root, &TraceHeaders::default());
         let unavailable = |e: String| ErrorResponse::new(ErrorKind::Unavailable, e).for_request(request_id);
         let mut events = self.ctx.bus.events(request_id).await.map_err(|e| unavailable(e.to_string()))?;
-        intake::submit(&self.ctx, request, None, &trace).await?;
+        intake::submit(&self.ctx, request, None, &trace, None).await?;
         let wait = async {
             while let Some(event) = events.next().await {
                 if let Some(cb) = on_event.as_deref_mut() {

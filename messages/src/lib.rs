@@ -19,6 +19,7 @@ pub mod intent;
 pub mod lookup;
 pub mod loop_state;
 pub mod plan;
+pub mod principal;
 pub mod report;
 pub mod response;
 pub mod result;
@@ -39,6 +40,7 @@ pub use loop_state::{
     TurnBrief, TurnRecord,
 };
 pub use plan::PlannerState;
+pub use principal::{Principal, REQUEST_INFO_HEADER};
 pub use report::{CheckOutcome, SufficiencyReport};
 pub use response::{AgentResponse, AnswerKind, Citation, ShortAnswer, TerminationReason};
 pub use result::{CacheStats, GraphPath, GraphResult, Hit, RetrievalResult};

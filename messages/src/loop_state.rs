@@ -163,6 +163,10 @@ pub struct LoopState {
     pub plan: Option<PlannerState>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reply: Option<ReplyTo>,
+    /// Who asked, as the NATS server vouched for it at intake (`principal.rs`); absent for the deployment's own
+    /// account. Only its tenant (or the deployment) may cancel the request or re-send its id.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub owner: Option<crate::Principal>,
     /// W3C trace context of the request's root span (`sleuth.ask`): the parent of whatever acts on the state
     /// without a message of its own (the deadline watchdog, cancellation, dead letters), and of a hop whose
     /// message lost its headers.

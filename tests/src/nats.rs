@@ -115,9 +115,22 @@ pub fn nats_server() -> NatsServer {
     panic!("nats-server exited right after starting on five different ports; run `nats-server -js` by hand to see why");
 }
 
-/// The accounts of `deploy/nats/accounts.conf`: one user per stage, plus `admin`, `client`, `sleuth` and `sys`.
-pub const USERS: [&str; 10] =
-    ["admin", "client", "intake", "planner", "retrieve", "graph", "grader", "synthesizer", "sleuth", "sys"];
+/// The users of `deploy/nats/accounts.conf`: one per stage, plus `admin`, `client`, `sleuth` and `sys`, and the
+/// example tenants' `alpha` and `beta`.
+pub const USERS: [&str; 12] = [
+    "admin",
+    "client",
+    "intake",
+    "planner",
+    "retrieve",
+    "graph",
+    "grader",
+    "synthesizer",
+    "sleuth",
+    "sys",
+    "alpha",
+    "beta",
+];
 
 /// The password every test user of [`with_accounts`] gets.
 pub fn password(user: &str) -> String {

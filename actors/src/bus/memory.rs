@@ -16,7 +16,9 @@ use sleuth_messages::{AskReply, Envelope, Event, ReplyTo, Stage, WorkItem};
 use tokio::sync::{Mutex, broadcast, mpsc};
 use uuid::Uuid;
 
-use super::{Backlog, Bus, BusError, DeadLetter, DeadlineQueue, Delivery, WorkQueue, memory_timers::MemoryDeadlines};
+use super::{
+    Backlog, Bus, BusError, Cancel, DeadLetter, DeadlineQueue, Delivery, WorkQueue, memory_timers::MemoryDeadlines,
+};
 use crate::telemetry::TraceHeaders;
 
 /// How many message ids the de-duplication window remembers.
@@ -205,12 +207,12 @@ impl Bus for MemoryBus {
         Ok(())
     }
 
-    async fn cancels(&self) -> Result<BoxStream<'static, Uuid>, BusError> {
+    async fn cancels(&self) -> Result<BoxStream<'static, Cancel>, BusError> {
         let rx = self.cancels.subscribe();
         Ok(futures::stream::unfold(rx, |mut rx| async move {
             loop {
                 match rx.recv().await {
-                    Ok(id) => return Some((id, rx)),
+                    Ok(request_id) => return Some((Cancel { request_id, by: None }, rx)),
                     Err(broadcast::error::RecvError::Lagged(_)) => continue,
                     Err(broadcast::error::RecvError::Closed) => return None,
                 }

@@ -35,6 +35,14 @@ pub struct Backlog {
 }
 
 /// A work message that could not be processed `max_deliver` times, or could not be decoded at all.
+/// A cancellation of a request, and who sent it: a tenant (whose own requests only it may cancel), or `None`
+/// for the deployment's own account.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Cancel {
+    pub request_id: Uuid,
+    pub by: Option<sleuth_messages::Principal>,
+}
+
 #[derive(Debug, Clone, PartialEq)]
 pub struct DeadLetter {
     pub request_id: Uuid,
@@ -106,7 +114,7 @@ pub trait Bus: Send + Sync + 'static {
     /// Asks every process of the deployment to cancel a request.
     async fn publish_cancel(&self, request_id: Uuid) -> Result<(), BusError>;
     /// Every cancellation, in every process.
-    async fn cancels(&self) -> Result<BoxStream<'static, Uuid>, BusError>;
+    async fn cancels(&self) -> Result<BoxStream<'static, Cancel>, BusError>;
     /// How much work waits for `stage` across the deployment.
     async fn backlog(&self, stage: Stage) -> Result<Backlog, BusError>;
     /// Deliveries after which a message is dead-lettered.

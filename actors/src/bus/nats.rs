@@ -20,7 +20,7 @@ use sleuth_messages::{AskReply, Encoding, Envelope, Event, ReplyTo, Stage, WorkI
 use tokio::sync::{Mutex, mpsc};
 use uuid::Uuid;
 
-use super::{Backlog, Bus, BusError, DeadLetter, DeadlineDelivery, DeadlineQueue, Delivery, WorkQueue};
+use super::{Backlog, Bus, BusError, Cancel, DeadLetter, DeadlineDelivery, DeadlineQueue, Delivery, WorkQueue};
 use crate::{config::Config, nats_client::explain, telemetry::TraceHeaders};
 
 fn unavailable(e: impl std::fmt::Display) -> BusError {
@@ -277,9 +277,21 @@ impl Bus for NatsBus {
         self.client.flush().await.map_err(unavailable)
     }
 
-    async fn cancels(&self) -> Result<BoxStream<'static, Uuid>, BusError> {
+    async fn cancels(&self) -> Result<BoxStream<'static, Cancel>, BusError> {
         let sub = self.client.subscribe(self.subjects.cancel_all()).await.map_err(unavailable)?;
-        Ok(sub.filter_map(|msg| async move { request_id_of(msg.subject.as_str()) }).boxed())
+        Ok(sub
+            .filter_map(|msg| async move {
+                let request_id = request_id_of(msg.subject.as_str())?;
+                // A tenant's cancellation crossed a service import: the server says whose it is.
+                match crate::nats_client::requester(msg.headers.as_ref()) {
+                    Ok(by) => Some(Cancel { request_id, by }),
+                    Err(why) => {
+                        tracing::warn!(%request_id, why, "cancellation ignored: its requester is unknown");
+                        None
+                    }
+                }
+            })
+            .boxed())
     }
 
     fn max_deliver(&self) -> u32 {

@@ -25,7 +25,8 @@ pub struct NatsConfig {
     /// Replicas of every stream and KV bucket sleuth creates: 1 on a single server, 3 on a 3-node cluster.
     pub replicas: usize,
     /// Where a request's answer may be sent: subject prefixes of the requesters' inboxes (the NATS client
-    /// libraries' `_INBOX.`; add a client's custom inbox prefix here). A request whose reply subject is anything
+    /// libraries' `_INBOX.`, and `_R_.`, the reply subject nats-server gives a tenant's request that crossed a
+    /// service import; add a client's custom inbox prefix here). A request whose reply subject is anything
     /// else (a KV key, a work subject, a JetStream API call) is dropped unanswered, because the stage would
     /// publish its answer there under its own NATS user.
     pub inbox_prefixes: Vec<String>,
@@ -44,7 +45,7 @@ impl Default for NatsConfig {
             loop_ttl_s: 3600,
             events_max_age_s: 3600,
             replicas: 1,
-            inbox_prefixes: vec!["_INBOX.".to_string()],
+            inbox_prefixes: vec!["_INBOX.".to_string(), "_R_.".to_string()],
         }
     }
 }

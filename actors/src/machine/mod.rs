@@ -59,6 +59,7 @@ pub fn new_state(new: NewRequest) -> LoopState {
         analysis: new.analysis,
         plan: None,
         reply: new.reply,
+        owner: None,
         traceparent: new.trace.traceparent,
         tracestate: new.trace.tracestate,
         baggage: new.trace.baggage,

@@ -1,7 +1,8 @@
 //! Cancellation. Publishing on `sleuth.v1.cancel.<request_id>` reaches every process: each tries to end the
 //! request with the reason `cancelled` (compare-and-swap lets exactly one succeed and send the one final reply),
 //! then drops whatever work it holds for that request, so no in-flight LLM, graph or search call finishes and
-//! nothing more is published for it. Cancelling an unknown or finished request does nothing.
+//! nothing more is published for it. Cancelling an unknown or finished request does nothing, and so does a
+//! tenant's cancellation of a request another tenant owns.
 
 use std::{
     collections::HashMap,
@@ -9,11 +10,12 @@ use std::{
 };
 
 use futures::{StreamExt, stream::BoxStream};
-use sleuth_messages::TerminationReason;
+use sleuth_messages::{Principal, TerminationReason};
 use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
 
 use super::{NodeContext, finish};
+use crate::bus::Cancel;
 
 /// The work in flight in this process, by request.
 #[derive(Debug, Default)]
@@ -69,7 +71,15 @@ impl Cancellations {
 }
 
 /// Ends the request (if it is still running) and drops this process's work for it. True if this call ended it.
-pub async fn cancel(ctx: &NodeContext, request_id: Uuid) -> anyhow::Result<bool> {
+/// A tenant's cancellation (`by`) of a request that is not its own does nothing.
+pub async fn cancel(ctx: &NodeContext, request_id: Uuid, by: Option<&Principal>) -> anyhow::Result<bool> {
+    if by.is_some() {
+        let owner = ctx.store.load(request_id).await?.and_then(|(state, _)| state.owner);
+        if !Principal::may_act_on(by, owner.as_ref()) {
+            tracing::warn!(request_id = %request_id, by = ?by, "cancellation refused: the request is not the tenant's");
+            return Ok(false);
+        }
+    }
     // The end is committed first, so a delivery whose work is dropped reloads a finished state.
     let ended = finish::end_now(ctx, request_id, TerminationReason::Cancelled, "cancel", None).await;
     let dropped = ctx.cancels.cancel(request_id);
@@ -78,11 +88,11 @@ pub async fn cancel(ctx: &NodeContext, request_id: Uuid) -> anyhow::Result<bool>
 }
 
 /// Follows the deployment's cancellations until the bus closes. Spawn it once per process.
-pub async fn listen(ctx: Arc<NodeContext>, mut cancels: BoxStream<'static, Uuid>) -> anyhow::Result<()> {
-    while let Some(request_id) = cancels.next().await {
+pub async fn listen(ctx: Arc<NodeContext>, mut cancels: BoxStream<'static, Cancel>) -> anyhow::Result<()> {
+    while let Some(Cancel { request_id, by }) = cancels.next().await {
         let ctx = ctx.clone();
         tokio::spawn(async move {
-            if let Err(e) = cancel(&ctx, request_id).await {
+            if let Err(e) = cancel(&ctx, request_id, by.as_ref()).await {
                 tracing::warn!(request_id = %request_id, error = format!("{e:#}"), "cannot cancel the request");
             }
         });

@@ -7,7 +7,9 @@ use std::sync::Arc;
 use async_nats::service::{Service, ServiceExt};
 use bytes::Bytes;
 use futures::StreamExt;
-use sleuth_messages::{AskReply, AskRequest, Encoding, ReplyTo, Stage, codec, subjects::Subjects};
+use sleuth_messages::{
+    AskReply, AskRequest, Encoding, ErrorKind, ErrorResponse, ReplyTo, Stage, codec, subjects::Subjects,
+};
 
 use super::{NodeContext, Stats, intake, lanes, responder::ResponderArgs};
 use crate::{graph::GraphStore, retrieval::cache::RetrievalCache, telemetry::TraceHeaders};
@@ -130,10 +132,12 @@ pub async fn answer_ask(ctx: Arc<NodeContext>, request: async_nats::service::Req
     let encoding = Encoding::detect(payload);
     let trace = TraceHeaders::from_nats(request.message.headers.as_ref());
     let reply = request.message.reply.as_ref().map(|s| ReplyTo { subject: s.to_string(), encoding });
-    let outcome = match codec::decode::<AskRequest>(payload) {
-        Ok((ask, _)) => intake::submit(&ctx, ask, reply, &trace).await.map(|_| ()),
-        Err(e) => Err(e.into()),
-    };
+    let outcome =
+        match (codec::decode::<AskRequest>(payload), crate::nats_client::requester(request.message.headers.as_ref())) {
+            (Ok((ask, _)), Ok(by)) => intake::submit(&ctx, ask, reply, &trace, by).await.map(|_| ()),
+            (Err(e), _) => Err(e.into()),
+            (_, Err(why)) => Err(ErrorResponse::new(ErrorKind::InvalidInput, why)),
+        };
     if let Err(error) = outcome {
         tracing::warn!(error = %error, "rejected ask request");
         let body = codec::encode(&AskReply::error(error), encoding).unwrap_or_default();

@@ -2,7 +2,7 @@
 //! for a follow-up when one is configured), creating its loop state, recording the conversation turn and
 //! publishing the first work.
 
-use sleuth_messages::{AskRequest, ConversationTurn, ErrorKind, ErrorResponse, ReplyTo, Route};
+use sleuth_messages::{AskRequest, ConversationTurn, ErrorKind, ErrorResponse, LoopState, Principal, ReplyTo, Route};
 use tracing::Instrument;
 use uuid::Uuid;
 
@@ -40,6 +40,30 @@ async fn publish_state(
     })
 }
 
+/// A request id that is already under way: its owner re-sent it, and what it needs is published again. Anyone
+/// else (another tenant) is refused, and the request is left alone.
+async fn resent(
+    ctx: &NodeContext,
+    existing: &LoopState,
+    by: Option<&Principal>,
+    trace: &TraceHeaders,
+) -> Result<(), ErrorResponse> {
+    if !Principal::may_act_on(by, existing.owner.as_ref()) {
+        tracing::warn!(request_id = %existing.request_id, by = ?by, "refused a request id that belongs to another tenant");
+        return Err(ErrorResponse::new(ErrorKind::InvalidInput, "request_id is already taken: choose a new one"));
+    }
+    publish_state(ctx, existing, trace).await
+}
+
+/// The key of a conversation in the conversations bucket: its id for the deployment's own account, and
+/// `<tenant>/<id>` for a tenant's ('/' is in no conversation id), so two tenants' equal ids never meet.
+pub fn conversation_key(by: Option<&Principal>, id: &str) -> String {
+    match by {
+        None => id.to_string(),
+        Some(p) => format!("{}/{id}", p.tenant),
+    }
+}
+
 /// Runs `op` until it succeeds, fails with an error `transient` does not accept, or [`PATIENCE_MS`] (at most
 /// until `deadline_ms`) have passed, waiting with backoff in between: a state store or bus that is briefly away,
 /// as while a NATS server restarts and its JetStream recovers its streams, is waited for rather than reported.
@@ -72,6 +96,9 @@ const PATIENCE_MS: u64 = 15_000;
 
 /// Accepts a question: validates it, creates its loop state and publishes the first work. Returns its id.
 ///
+/// `by` is who asks, as the NATS server vouched for it (`None`: the deployment's own account): the request
+/// belongs to it, and its conversation ids are its own.
+///
 /// `trace` is the context the request arrived with (a client's `sleuth.ask` span, or any upstream service's):
 /// the `intake` span joins it. A request that arrived without one gets a root made up here, which the process
 /// that ends the request records.
@@ -80,6 +107,7 @@ pub async fn submit(
     request: AskRequest,
     reply: Option<ReplyTo>,
     trace: &TraceHeaders,
+    by: Option<Principal>,
 ) -> Result<Uuid, ErrorResponse> {
     let normalized = validate(&request, ctx.config.loop_.max_query_bytes)?;
     let request_id = request.request_id.unwrap_or_else(Uuid::now_v7);
@@ -99,7 +127,7 @@ pub async fn submit(
     );
     context::set_parent(&span, &root);
     let scope = Scope { request_id, turn: 0, stage: "intake" };
-    let accepted = accept(ctx, request, normalized, request_id, reply, root, records_root_span);
+    let accepted = accept(ctx, request, normalized, request_id, (reply, by), root, records_root_span);
     let accepted = scope::within(scope, accepted.instrument(span.clone())).await;
     if let Err(e) = &accepted {
         telemetry::record_error(&span, &e.message);
@@ -112,7 +140,7 @@ async fn accept(
     request: AskRequest,
     normalized: String,
     request_id: Uuid,
-    reply: Option<ReplyTo>,
+    (reply, by): (Option<ReplyTo>, Option<Principal>),
     root: TraceHeaders,
     records_root_span: bool,
 ) -> Result<Uuid, ErrorResponse> {
@@ -121,13 +149,13 @@ async fn accept(
     {
         // A re-sent request: it is under way (or done) already. Publishing again is idempotent; analysing it
         // again would resolve a follow-up against itself and spend the rewriter's tokens twice.
-        return publish_state(ctx, &existing, &root).await.map(|_| request_id);
+        return resent(ctx, &existing, by.as_ref(), &root).await.map(|_| request_id);
     }
     let timeout = request.timeout_ms.unwrap_or(ctx.config.loop_.timeout_ms).clamp(1, ctx.config.loop_.max_timeout_ms);
     ctx.admission.admit(&*ctx.bus, std::time::Duration::from_millis(timeout)).await?;
     // The request's time starts now: what the rewriter takes comes out of its deadline.
     let now_ms = telemetry::now_ms();
-    let conversation = request.conversation_id.clone();
+    let conversation = request.conversation_id.as_deref().map(|id| conversation_key(by.as_ref(), id));
     let previous = match &conversation {
         Some(id) => ctx.conversations.last_turn(id).await.unwrap_or_else(|e| {
             // Without the conversation the question is still answerable, only not as a follow-up.
@@ -176,6 +204,7 @@ async fn accept(
         trace: root.clone(),
         records_root_span,
     });
+    state.owner = by;
     // What the rewriter cost counts against the request's budget like any agent's call.
     usage.charge_to(&mut state.counters);
     if let Some(why) = rewriter_failed {
@@ -195,7 +224,7 @@ async fn accept(
         Err(StoreError::AlreadyExists) => {
             // A client re-sent the same request id: the request is already under way, publish what it needs.
             if let Some((existing, _)) = ctx.store.load(request_id).await.ok().flatten() {
-                publish_state(ctx, &existing, &root).await?;
+                resent(ctx, &existing, state.owner.as_ref(), &root).await?;
             }
             return Ok(request_id);
         }

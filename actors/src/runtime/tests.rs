@@ -101,7 +101,7 @@ async fn ask(h: &Harness, query: &str) -> (uuid::Uuid, sleuth_messages::AskReply
     let request_id = uuid::Uuid::now_v7();
     let mut events = h.bus.events(request_id).await.unwrap();
     let request = AskRequest { request_id: Some(request_id), ..AskRequest::new(query) };
-    intake::submit(&h.ctx, request, None, &Default::default()).await.unwrap();
+    intake::submit(&h.ctx, request, None, &Default::default(), None).await.unwrap();
     let reply = tokio::time::timeout(std::time::Duration::from_secs(20), async {
         while let Some(e) = events.next().await {
             if let EventBody::Final(reply) = e.body {

@@ -11,6 +11,7 @@ use crate::{
     envelope::{Envelope, Stage, WorkItem},
     intent::{EntityRef, EntityType, GraphIntent, GraphLimits, GraphQueryType, SearchIntent},
     loop_state::{ActionOutcome, ActionResult, Caps, Card, Counters, LlmSpend, LoopState, Outcome, Phase, TurnRecord},
+    principal::Principal,
     report::SufficiencyReport,
     response::{AgentResponse, AnswerKind, Citation, ShortAnswer, TerminationReason},
     result::{GraphPath, GraphResult, Hit, RetrievalResult},
@@ -115,6 +116,7 @@ fn sample_state() -> LoopState {
         },
         plan: None,
         reply: None,
+        owner: None,
         traceparent: Some("00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01".into()),
         tracestate: Some("vendor=x".into()),
         baggage: Some("tenant=acme".into()),
@@ -573,4 +575,22 @@ fn next_step_validation_enforces_the_parallel_cap() {
 fn action_json_uses_the_seed_tag() {
     let json = serde_json::to_value(Action::Final {}).unwrap();
     assert_eq!(json, serde_json::json!({"action": "final"}));
+}
+
+#[test]
+fn principal_golden_bytes_do_not_drift() {
+    // Additive: a state without an owner writes no key for it (states stored before tenants decode as before), and
+    // one with it carries the tenant, and the user when the server named one, by name.
+    let hex =
+        |p: &Principal| encode(p, Encoding::MsgPack).unwrap().iter().map(|b| format!("{b:02x}")).collect::<String>();
+    assert_eq!(hex(&Principal::tenant("ALPHA")), "81a674656e616e74a5414c504841");
+    let user = Principal { tenant: "ALPHA".into(), user: Some("alpha".into()) };
+    assert_eq!(hex(&user), "82a674656e616e74a5414c504841a475736572a5616c706861");
+    let mut state = sample_state();
+    assert!(!String::from_utf8_lossy(&encode(&state, Encoding::MsgPack).unwrap()).contains("owner"));
+    state.owner = Some(user);
+    for encoding in [Encoding::MsgPack, Encoding::Json] {
+        let bytes = encode(&state, encoding).unwrap();
+        assert_eq!(decode::<LoopState>(&bytes).unwrap().0, state);
+    }
 }

@@ -1,0 +1,194 @@
+//! Tenants on one deployment, as `deploy/nats/accounts.conf` defines them: ALPHA and BETA are NATS accounts that
+//! import `sleuth.v1.ask` and `sleuth.v1.cancel.*`. As `beta`, every attack on `alpha`'s requests fails (reading
+//! its replies or events, cancelling it, re-sending its request id, aiming a reply at its state, claiming to be
+//! ALPHA, sharing its conversation id), while `alpha`'s own requests keep working.
+
+use std::time::{Duration, Instant};
+
+use futures::StreamExt;
+use sleuth_actors::{client, config::Config};
+use sleuth_messages::{
+    AskReply, AskRequest, Conversation, ErrorKind, Outcome, Phase, Principal, TerminationReason, codec,
+    subjects::Subjects,
+};
+use sleuth_tests::{nats, process::*, stored_state};
+
+const QUESTION: &str = "Which anime is Luffy in?";
+
+/// A deployment on the default subjects (`sleuth.v1`, no suffix), which are the ones accounts.conf names, set up
+/// as `admin`. Its config reads the loop state as `admin`.
+fn deployment(server: &nats::NatsServer, dir: &std::path::Path) -> (Deployment, Config) {
+    let mut deployment = Deployment::seeded(&server.url, "tenants", dir);
+    deployment.prefix = "sleuth.v1".into();
+    deployment.suffix = String::new();
+    let admin = nats::url_as(server, "admin");
+    let setup = run_cli(&deployment, &["setup"], &[("SLEUTH__NATS__URL", &admin)]);
+    assert!(setup.status.success(), "sleuth setup as admin: {}", String::from_utf8_lossy(&setup.stderr));
+    let mut config = deployment.config();
+    config.nats.url = Some(admin);
+    (deployment, config)
+}
+
+async fn connect_as(server: &nats::NatsServer, user: &str) -> async_nats::Client {
+    let url = nats::url_as(server, user);
+    sleuth_actors::nats_client::connect(&url, "tenants test")
+        .await
+        .unwrap_or_else(|e| panic!("cannot connect as {user}: {e}"))
+}
+
+/// Asks on `client`'s connection, as `sleuth ask` does, and returns the reply.
+async fn ask(client: &async_nats::Client, subjects: &Subjects, request: AskRequest) -> AskReply {
+    let timeout = Duration::from_secs(60);
+    client::ask_with(client, subjects, request, timeout, None, &Default::default()).await.expect("a reply")
+}
+
+fn error_kind(reply: &AskReply) -> Option<ErrorKind> {
+    match &reply.outcome {
+        Outcome::Error(e) => Some(e.kind),
+        Outcome::Answer(_) => None,
+    }
+}
+
+/// Waits until the request's state exists, and returns it.
+async fn state_of(config: &Config, id: uuid::Uuid) -> sleuth_messages::LoopState {
+    let until = Instant::now() + Duration::from_secs(20);
+    loop {
+        if let Some(state) = stored_state(config, id).await {
+            return state;
+        }
+        assert!(Instant::now() < until, "request {id} was never stored");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tenant_may_cancel_or_resend_only_its_own_requests() {
+    let server = nats::with_accounts();
+    let dir = tempfile::tempdir().unwrap();
+    let (deployment, config) = deployment(&server, dir.path());
+    let sleuth = nats::url_as(&server, "sleuth");
+    let _rest =
+        ServeProcess::start(&deployment, "intake,retrieve,graph,grader,synthesizer", &[("SLEUTH__NATS__URL", &sleuth)]);
+    // The planner sits on its work for 20 s: a request stays in flight while it is attacked.
+    let _planner = ServeProcess::start(
+        &deployment,
+        "planner",
+        &[("SLEUTH__NATS__URL", &sleuth), ("SLEUTH__DEBUG__STAGE_DELAY_MS", "20000")],
+    );
+    let subjects = config.subjects();
+    let (alpha, beta) = (connect_as(&server, "alpha").await, connect_as(&server, "beta").await);
+
+    let id = uuid::Uuid::now_v7();
+    let asked = {
+        let (alpha, subjects) = (alpha.clone(), subjects.clone());
+        let request = AskRequest { request_id: Some(id), ..AskRequest::new(QUESTION) };
+        tokio::spawn(async move { ask(&alpha, &subjects, request).await })
+    };
+    let before = state_of(&config, id).await;
+    assert_eq!(before.owner, Some(Principal::tenant("ALPHA")), "the request is ALPHA's, as the server said");
+    let reply_subject = before.reply.as_ref().map(|r| r.subject.clone()).unwrap_or_default();
+    assert!(reply_subject.starts_with("_R_."), "the reply goes through the import's mapping: {reply_subject}");
+
+    // BETA re-sends ALPHA's request id: refused, and the request (its reply subject above all) is left alone.
+    let resent = ask(&beta, &subjects, AskRequest { request_id: Some(id), ..AskRequest::new("What is in it?") }).await;
+    assert_eq!(error_kind(&resent), Some(ErrorKind::InvalidInput), "{resent:?}");
+
+    // BETA cancels it, also claiming to be ALPHA in the header the server vouches with: nothing happens.
+    beta.publish(subjects.cancel(id), "".into()).await.unwrap();
+    let mut forged = async_nats::HeaderMap::new();
+    forged.insert("Nats-Request-Info", r#"{"acc":"ALPHA"}"#);
+    beta.publish_with_headers(subjects.cancel(id), forged, "".into()).await.unwrap();
+    beta.flush().await.unwrap();
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    let after = state_of(&config, id).await;
+    assert_eq!(after.phase, Phase::Planning, "BETA's cancel or re-send touched ALPHA's request");
+    assert_eq!(after.reply, before.reply);
+    assert!(!asked.is_finished(), "ALPHA's request ended early");
+
+    // ALPHA's own cancel works, at once.
+    alpha.publish(subjects.cancel(id), "".into()).await.unwrap();
+    alpha.flush().await.unwrap();
+    let reply = tokio::time::timeout(Duration::from_secs(5), asked).await.expect("cancelled within 5 s").unwrap();
+    match &reply.outcome {
+        Outcome::Answer(a) => assert_eq!(a.termination_reason, TerminationReason::Cancelled),
+        Outcome::Error(e) => panic!("expected the cancelled answer, got {e}"),
+    }
+    server.assert_no_violations_but(&[]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tenant_sees_nothing_of_another_tenants_requests() {
+    let server = nats::with_accounts();
+    let dir = tempfile::tempdir().unwrap();
+    let (deployment, config) = deployment(&server, dir.path());
+    let _all = ServeProcess::start(&deployment, "all", &[("SLEUTH__NATS__URL", &nats::url_as(&server, "sleuth"))]);
+    let subjects = config.subjects();
+    let (alpha, beta) = (connect_as(&server, "alpha").await, connect_as(&server, "beta").await);
+    // Everything BETA's account carries, while ALPHA works.
+    let mut snoop = beta.subscribe(">").await.unwrap();
+    beta.flush().await.unwrap();
+
+    // `sleuth ask` as a tenant's user, unchanged: the tenant comes from the credentials.
+    let cli = run_cli(&deployment, &["ask", QUESTION], &[("SLEUTH__NATS__URL", &nats::url_as(&server, "alpha"))]);
+    let stdout = String::from_utf8_lossy(&cli.stdout);
+    assert!(cli.status.success(), "ask as alpha: {stdout}\n{}", String::from_utf8_lossy(&cli.stderr));
+    assert!(stdout.contains("One Piece"), "{stdout}");
+
+    let id = uuid::Uuid::now_v7();
+    let conversation = Some("shared-name".to_string());
+    let first = AskRequest { request_id: Some(id), conversation_id: conversation.clone(), ..AskRequest::new(QUESTION) };
+    let reply = ask(&alpha, &subjects, first).await;
+    assert!(matches!(reply.outcome, Outcome::Answer(_)), "{reply:?}");
+    let done = state_of(&config, id).await;
+    assert_eq!(done.owner, Some(Principal::tenant("ALPHA")));
+
+    // A body that claims a tenant, and a forged request-info header: the request is still BETA's.
+    let claimed = uuid::Uuid::now_v7();
+    let body = serde_json::json!({ "query": QUESTION, "request_id": claimed, "tenant": "ALPHA" });
+    let mut forged = async_nats::HeaderMap::new();
+    forged.insert("Nats-Request-Info", r#"{"acc":"ALPHA","user":"alpha"}"#);
+    let inbox = beta.new_inbox();
+    let mut replies = beta.subscribe(inbox.clone()).await.unwrap();
+    let body = bytes::Bytes::from(serde_json::to_vec(&body).unwrap());
+    beta.publish_with_reply_and_headers(subjects.ask(), inbox, forged, body).await.unwrap();
+    tokio::time::timeout(Duration::from_secs(30), replies.next()).await.expect("BETA's answer").unwrap();
+    assert_eq!(state_of(&config, claimed).await.owner, Some(Principal::tenant("BETA")));
+
+    // BETA follows up in a conversation of the same name: it starts its own, and ALPHA's keeps only ALPHA's turn.
+    let follow = AskRequest { conversation_id: conversation, ..AskRequest::new("Who created it?") };
+    ask(&beta, &subjects, follow).await;
+    let admin = async_nats::jetstream::new(connect_as(&server, "admin").await);
+    let conversations = admin.get_key_value(subjects.conversations_bucket()).await.unwrap();
+    let turns = |key: &'static str| {
+        let conversations = conversations.clone();
+        async move {
+            let bytes = conversations.get(key).await.unwrap().unwrap_or_else(|| panic!("no conversation {key}"));
+            codec::decode::<Conversation>(&bytes).unwrap().0.turns
+        }
+    };
+    let alphas = turns("ALPHA/shared-name").await;
+    assert_eq!(alphas.iter().map(|t| t.request_id).collect::<Vec<_>>(), vec![id]);
+    assert_eq!(turns("BETA/shared-name").await.len(), 1);
+
+    // A reply subject aimed at ALPHA's loop state: inside BETA's account it is only BETA's own subject, and the
+    // server hands sleuth its import's reply subject instead.
+    // (The answer to it arrives on BETA's own subject of that name, in BETA's account.)
+    let aimed = format!("$KV.{}.{id}", subjects.loops_bucket());
+    beta.publish_with_reply(subjects.ask(), aimed.clone(), br#"{"query":"Who is Luffy?"}"#.as_slice().into())
+        .await
+        .unwrap();
+    beta.flush().await.unwrap();
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    assert_eq!(stored_state(&config, id).await.as_ref(), Some(&done), "ALPHA's finished state changed");
+
+    // Nothing of ALPHA's request crossed into BETA's account: not its reply, not its events.
+    let (text, raw) = (id.to_string(), id.as_bytes().to_vec());
+    while let Ok(Some(message)) = tokio::time::timeout(Duration::from_millis(500), snoop.next()).await {
+        let payload = &message.payload[..];
+        let leaked = (message.subject.contains(&text) && message.subject.as_str() != aimed)
+            || payload.windows(text.len()).any(|w| w == text.as_bytes())
+            || payload.windows(raw.len()).any(|w| w == raw.as_slice());
+        assert!(!leaked, "BETA received ALPHA's request on {}", message.subject);
+    }
+    server.assert_no_violations_but(&[]);
+}
