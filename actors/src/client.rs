@@ -152,6 +152,7 @@ pub async fn setup(config: &Config) -> anyhow::Result<String> {
     let streams = [
         subjects.work_stream(),
         subjects.events_stream(),
+        subjects.dead_stream(),
         format!("KV_{}", subjects.loops_bucket()),
         format!("KV_{}", subjects.conversations_bucket()),
         format!("KV_{}", subjects.meta_bucket()),
@@ -166,9 +167,10 @@ pub async fn setup(config: &Config) -> anyhow::Result<String> {
         );
     }
     Ok(format!(
-        "streams {} and {}, consumers {}, buckets {}, {} and {}: ready ({replicas} replica(s) each)",
+        "streams {}, {} and {}, consumers {}, buckets {}, {} and {}: ready ({replicas} replica(s) each)",
         subjects.work_stream(),
         subjects.events_stream(),
+        subjects.dead_stream(),
         consumers.join(", "),
         subjects.loops_bucket(),
         subjects.conversations_bucket(),

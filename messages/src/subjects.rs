@@ -7,6 +7,8 @@ use crate::envelope::Stage;
 pub const DEFAULT_PREFIX: &str = "sleuth.v1";
 pub const WORK_STREAM: &str = "SLEUTH_WORK";
 pub const EVENTS_STREAM: &str = "SLEUTH_EVENTS";
+/// Where a dead work message is kept, for an operator to read or re-publish.
+pub const DEAD_STREAM: &str = "SLEUTH_DEAD";
 pub const LOOPS_BUCKET: &str = "sleuth_loops";
 pub const CONVERSATIONS_BUCKET: &str = "sleuth_conversations";
 pub const META_BUCKET: &str = "sleuth_meta";
@@ -80,6 +82,16 @@ impl Subjects {
     }
     pub fn events_stream(&self) -> String {
         format!("{EVENTS_STREAM}{}", self.suffix)
+    }
+    pub fn dead_stream(&self) -> String {
+        format!("{DEAD_STREAM}{}", self.suffix)
+    }
+    /// The copy of a work message of `stage` that failed for good (a dead letter), in the dead-letter stream.
+    pub fn dead(&self, stage: Stage, request_id: Uuid) -> String {
+        format!("{}.dead.{}.{}", self.prefix, stage, request_id)
+    }
+    pub fn dead_all(&self) -> String {
+        format!("{}.dead.>", self.prefix)
     }
     pub fn loops_bucket(&self) -> String {
         format!("{LOOPS_BUCKET}{}", self.suffix)

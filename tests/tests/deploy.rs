@@ -194,6 +194,109 @@ async fn every_stage_runs_as_its_own_nats_user_and_the_question_is_answered() {
     server.assert_no_violations_but(&["$SRV.PING"]);
 }
 
+/// A work message no stage can read is a dead letter: the stage that meets it keeps a copy in `SLEUTH_DEAD`,
+/// under its own NATS user, before it takes it off the work queue, so nothing is lost.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_dead_letter_is_kept_in_the_dead_letter_stream() {
+    let server = nats::with_accounts();
+    let dir = tempfile::tempdir().unwrap();
+    let deployment = default_subjects(&server, dir.path());
+    let admin_url = nats::url_as(&server, "admin");
+    let setup = run_cli(&deployment, &["setup"], &[("SLEUTH__NATS__URL", &admin_url)]);
+    assert!(setup.status.success(), "sleuth setup as admin: {}", String::from_utf8_lossy(&setup.stderr));
+    assert!(String::from_utf8_lossy(&setup.stdout).contains("SLEUTH_DEAD"));
+    let _planner =
+        ServeProcess::start(&deployment, "planner", &[("SLEUTH__NATS__URL", &nats::url_as(&server, "planner"))]);
+
+    let subjects = deployment.config().subjects();
+    let id = uuid::Uuid::now_v7();
+    let work = subjects.work(sleuth_messages::Stage::Planner, id);
+    let admin = sleuth_actors::nats_client::connect(&admin_url, "deploy test").await.unwrap();
+    let js = async_nats::jetstream::new(admin);
+    js.publish(work.clone(), "not a work item".into()).await.unwrap().await.unwrap();
+
+    let dead = js.get_stream(subjects.dead_stream()).await.unwrap();
+    let until = Instant::now() + Duration::from_secs(20);
+    let kept = loop {
+        if let Ok(message) =
+            dead.get_last_raw_message_by_subject(&subjects.dead(sleuth_messages::Stage::Planner, id)).await
+        {
+            break message;
+        }
+        assert!(Instant::now() < until, "no copy of the dead letter in SLEUTH_DEAD after 20 s");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    assert_eq!(&kept.payload[..], b"not a work item");
+    let header = |name: &str| kept.headers.get(name).map(|v| v.as_str().to_string()).unwrap_or_default();
+    assert_eq!(header("Sleuth-Dead-Subject"), work);
+    assert!(header("Sleuth-Dead-Reason").contains("undecodable"), "{}", header("Sleuth-Dead-Reason"));
+    server.assert_no_violations_but(&[]);
+}
+
+/// `url`'s user, with one delivery per work message and a 1 s ack wait, and `extra`.
+fn with<'a>(url: &'a str, extra: &[(&'a str, &'a str)]) -> Vec<(&'a str, &'a str)> {
+    let mut env =
+        vec![("SLEUTH__NATS__URL", url), ("SLEUTH__NATS__MAX_DELIVER", "1"), ("SLEUTH__NATS__ACK_WAIT_MS", "1000")];
+    env.extend_from_slice(extra);
+    env
+}
+
+/// A work message out of deliveries (its planner died holding it, and one delivery is all it gets) is moved to
+/// `SLEUTH_DEAD` by a live planner's dead-letter watcher, under the planner's own user, and its request ends
+/// with a dead-letter error.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_message_out_of_deliveries_is_moved_to_the_dead_letter_stream() {
+    let server = nats::with_accounts();
+    let dir = tempfile::tempdir().unwrap();
+    let deployment = default_subjects(&server, dir.path());
+    let (admin_url, sleuth_url, planner_url) =
+        (nats::url_as(&server, "admin"), nats::url_as(&server, "sleuth"), nats::url_as(&server, "planner"));
+    let setup = run_cli(&deployment, &["setup"], &with(&admin_url, &[]));
+    assert!(setup.status.success(), "sleuth setup as admin: {}", String::from_utf8_lossy(&setup.stderr));
+    let _rest = ServeProcess::start(&deployment, "intake,retrieve,graph,grader,synthesizer", &with(&sleuth_url, &[]));
+    let holder =
+        ServeProcess::start(&deployment, "planner", &with(&planner_url, &[("SLEUTH__DEBUG__STAGE_DELAY_MS", "20000")]));
+
+    let subjects = deployment.config().subjects();
+    let client = sleuth_actors::nats_client::connect(&nats::url_as(&server, "client"), "deploy test").await.unwrap();
+    let id = uuid::Uuid::now_v7();
+    let asked = {
+        let subjects = subjects.clone();
+        let request = AskRequest { request_id: Some(id), ..AskRequest::new(QUESTION) };
+        let timeout = Duration::from_secs(60);
+        tokio::spawn(
+            async move { client::ask_with(&client, &subjects, request, timeout, None, &Default::default()).await },
+        )
+    };
+    // The holder takes the planner's work and dies with it; a live planner watches for the dead letter.
+    tokio::time::sleep(Duration::from_millis(2000)).await;
+    holder.kill();
+    let _live = ServeProcess::start(&deployment, "planner", &with(&planner_url, &[]));
+
+    let reply =
+        tokio::time::timeout(Duration::from_secs(30), asked).await.expect("a reply within 30 s").unwrap().unwrap();
+    match &reply.outcome {
+        Outcome::Error(e) => assert_eq!(e.kind, sleuth_messages::ErrorKind::DeadLetter, "{e}"),
+        Outcome::Answer(a) => panic!("expected a dead-letter error, got an answer: {}", a.answer),
+    }
+    let admin = sleuth_actors::nats_client::connect(&admin_url, "deploy test").await.unwrap();
+    let dead = async_nats::jetstream::new(admin).get_stream(subjects.dead_stream()).await.unwrap();
+    let kept = dead
+        .get_last_raw_message_by_subject(&subjects.dead(sleuth_messages::Stage::Planner, id))
+        .await
+        .expect("a copy of the dead letter in SLEUTH_DEAD");
+    let header = |name: &str| kept.headers.get(name).map(|v| v.as_str().to_string()).unwrap_or_default();
+    assert_eq!(header("Sleuth-Dead-Subject"), subjects.work(sleuth_messages::Stage::Planner, id));
+    assert!(header("Sleuth-Dead-Reason").contains("failed 1 deliveries"), "{}", header("Sleuth-Dead-Reason"));
+    let (item, _) = codec::decode::<sleuth_messages::WorkItem>(&kept.payload).expect("the work item, intact");
+    assert_eq!(item.envelope.request_id, id);
+    let js = async_nats::jetstream::new(sleuth_actors::nats_client::connect(&admin_url, "deploy test").await.unwrap());
+    let work = js.get_stream(subjects.work_stream()).await.unwrap();
+    let left = work.get_last_raw_message_by_subject(&subjects.work(sleuth_messages::Stage::Planner, id)).await;
+    assert!(left.is_err(), "the dead letter is still in the work stream: moved, not copied");
+    server.assert_no_violations_but(&[]);
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_stage_user_may_not_touch_another_stages_work_or_keys() {
     let server = nats::with_accounts();

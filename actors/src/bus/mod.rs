@@ -1,6 +1,7 @@
 //! The bus: how work, events and replies move between stages. [`Bus`] has two implementations, NATS JetStream
 //! ([`nats::NatsBus`]) and in-process channels ([`memory::MemoryBus`]); the stage code cannot tell them apart.
 
+pub mod dead_stream;
 pub mod memory;
 pub mod memory_timers;
 pub mod nats;

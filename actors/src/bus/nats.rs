@@ -1,6 +1,7 @@
 //! [`NatsBus`]: the bus over NATS JetStream. Work goes to the WorkQueue stream `SLEUTH_WORK` with one durable
 //! pull consumer per stage (shared by its replicas), events to the limits stream `SLEUTH_EVENTS`, and replies to
-//! the requester's core NATS inbox. Streams and consumers are created idempotently at start-up.
+//! the requester's core NATS inbox, and a dead letter's copy to `SLEUTH_DEAD` (`dead_stream.rs`). Streams and
+//! consumers are created idempotently at start-up.
 
 use std::{sync::Arc, time::Duration};
 
@@ -20,7 +21,10 @@ use sleuth_messages::{AskReply, Encoding, Envelope, Event, ReplyTo, Stage, WorkI
 use tokio::sync::{Mutex, mpsc};
 use uuid::Uuid;
 
-use super::{Backlog, Bus, BusError, Cancel, DeadLetter, DeadlineDelivery, DeadlineQueue, Delivery, WorkQueue};
+use super::{
+    Backlog, Bus, BusError, Cancel, DeadLetter, DeadlineDelivery, DeadlineQueue, Delivery, WorkQueue,
+    dead_stream::DeadStream,
+};
 use crate::{config::Config, nats_client::explain, telemetry::TraceHeaders};
 
 fn unavailable(e: impl std::fmt::Display) -> BusError {
@@ -33,6 +37,7 @@ pub struct NatsBus {
     subjects: Subjects,
     work: stream::Stream,
     events: stream::Stream,
+    dead: DeadStream,
     config: Arc<Config>,
     /// Work messages that could not be decoded; surfaced through `dead_letters`.
     poison_tx: mpsc::UnboundedSender<DeadLetter>,
@@ -71,6 +76,9 @@ impl NatsBus {
             })
             .await
             .map_err(|e| unavailable(explain(format!("cannot create stream {}: {e}", subjects.events_stream()))))?;
+        let dead = DeadStream::open(js.clone(), subjects.clone(), config.nats.replicas)
+            .await
+            .map_err(|e| unavailable(explain(e)))?;
         let (poison_tx, poison_rx) = mpsc::unbounded_channel();
         Ok(Arc::new(NatsBus {
             client,
@@ -78,6 +86,7 @@ impl NatsBus {
             subjects,
             work,
             events,
+            dead,
             config,
             poison_tx,
             poison_rx: std::sync::Mutex::new(Some(poison_rx)),
@@ -207,7 +216,8 @@ impl Bus for NatsBus {
             .messages()
             .await
             .map_err(|e| unavailable(format!("cannot consume {stage} work: {e}")))?;
-        Ok(Arc::new(NatsQueue { messages: Mutex::new(messages), stage, poison: self.poison_tx.clone() }))
+        let (poison, dead) = (self.poison_tx.clone(), self.dead.clone());
+        Ok(Arc::new(NatsQueue { messages: Mutex::new(messages), stage, poison, dead }))
     }
 
     async fn dead_letters(&self, stages: &[Stage]) -> Result<BoxStream<'static, DeadLetter>, BusError> {
@@ -223,11 +233,11 @@ impl Bus for NatsBus {
             );
             let sub =
                 self.client.queue_subscribe(subject, "sleuth-dead-letters".to_string()).await.map_err(unavailable)?;
-            let work = self.work.clone();
+            let (work, dead) = (self.work.clone(), self.dead.clone());
             let letters = sub
                 .filter_map(move |msg| {
-                    let work = work.clone();
-                    async move { dead_letter_from_advisory(&work, stage, &msg.payload).await }
+                    let (work, dead) = (work.clone(), dead.clone());
+                    async move { dead_letter_from_advisory(&work, &dead, stage, &msg.payload).await }
                 })
                 .boxed();
             streams.push(letters);
@@ -313,8 +323,14 @@ impl Bus for NatsBus {
     }
 }
 
-/// Reads a MAX_DELIVERIES advisory, fetches the dead message, removes it from the work queue, and names its request.
-async fn dead_letter_from_advisory(work: &stream::Stream, stage: Stage, payload: &[u8]) -> Option<DeadLetter> {
+/// Reads a MAX_DELIVERIES advisory, fetches the dead message, moves it from the work queue to the dead-letter
+/// stream (it stays in the work queue if no copy could be kept), and names its request.
+async fn dead_letter_from_advisory(
+    work: &stream::Stream,
+    dead: &DeadStream,
+    stage: Stage,
+    payload: &[u8],
+) -> Option<DeadLetter> {
     let advisory: serde_json::Value = serde_json::from_slice(payload).ok()?;
     let seq = advisory.get("stream_seq")?.as_u64()?;
     let deliveries = advisory.get("deliveries").and_then(|d| d.as_u64()).unwrap_or(0);
@@ -329,16 +345,20 @@ async fn dead_letter_from_advisory(work: &stream::Stream, stage: Stage, payload:
         .map(|(item, _)| item.envelope.request_id)
         .ok()
         .or_else(|| request_id_of(raw.subject.as_str()))?;
-    if let Err(e) = work.delete_message(seq).await {
+    let reason = format!("failed {deliveries} deliveries");
+    if dead.keep(stage, request_id, raw.subject.as_str(), raw.payload.clone(), &reason).await
+        && let Err(e) = work.delete_message(seq).await
+    {
         tracing::warn!(seq, error = %e, "cannot delete dead letter");
     }
-    Some(DeadLetter { request_id, stage, reason: format!("failed {deliveries} deliveries") })
+    Some(DeadLetter { request_id, stage, reason })
 }
 
 pub struct NatsQueue {
     messages: Mutex<pull::Stream>,
     stage: Stage,
     poison: mpsc::UnboundedSender<DeadLetter>,
+    dead: DeadStream,
 }
 
 /// How long one pull request waits on the server. A server that is SIGKILLed forgets the pull requests it held
@@ -362,12 +382,15 @@ impl WorkQueue for NatsQueue {
                 }
                 Err(e) => {
                     tracing::error!(subject = %message.subject, error = %e, "undecodable work message, terminating it");
-                    if let Some(request_id) = request_id_of(message.subject.as_str()) {
-                        let _ = self.poison.send(DeadLetter {
-                            request_id,
-                            stage: self.stage,
-                            reason: format!("undecodable work message: {e}"),
-                        });
+                    let reason = format!("undecodable work message: {e}");
+                    let request_id = request_id_of(message.subject.as_str());
+                    let (subject, payload) = (message.subject.as_str(), message.payload.clone());
+                    // Without a copy kept, it is left unacknowledged: redelivered, then dead-lettered by advisory.
+                    if !self.dead.keep(self.stage, request_id.unwrap_or_default(), subject, payload, &reason).await {
+                        continue;
+                    }
+                    if let Some(request_id) = request_id {
+                        let _ = self.poison.send(DeadLetter { request_id, stage: self.stage, reason });
                     }
                     let _ = message.ack_with(AckKind::Term).await;
                 }
