@@ -35,7 +35,6 @@ pub struct Backlog {
     pub pulls: u64,
 }
 
-/// A work message that could not be processed `max_deliver` times, or could not be decoded at all.
 /// A cancellation of a request, and who sent it: a tenant (whose own requests only it may cancel), or `None`
 /// for the deployment's own account.
 #[derive(Debug, Clone, PartialEq)]
@@ -44,6 +43,7 @@ pub struct Cancel {
     pub by: Option<sleuth_messages::Principal>,
 }
 
+/// A work message that could not be processed `max_deliver` times, or could not be decoded at all.
 #[derive(Debug, Clone, PartialEq)]
 pub struct DeadLetter {
     pub request_id: Uuid,
