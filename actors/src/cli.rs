@@ -55,12 +55,18 @@ pub enum Command {
     Setup,
     /// Exit 0 when the `sleuth serve` on `telemetry.http_addr` is ready (a container health check)
     Healthcheck,
-    /// Run stages attached to NATS (the container entry point)
+    /// Run stages attached to NATS (the container entry point), or everything in one process with --embedded
     Serve {
-        /// Comma-separated stages (intake, planner, retrieve, graph, grader, synthesizer) or `all`
+        /// Comma-separated stages (intake, planner, retrieve, graph, grader, synthesizer, gateway) or `all`
         #[arg(long, default_value = "all", value_delimiter = ',')]
         stages: Vec<String>,
+        /// Every stage in this process with no NATS, and the HTTP gateway on gateway.http_addr
+        #[arg(long, conflicts_with = "stages")]
+        embedded: bool,
     },
+    /// Serve MCP (tools search, fetch and ask) on stdin/stdout, for an MCP client that starts sleuth itself:
+    /// embedded, or through the cluster when a NATS URL is set
+    Mcp,
     /// Ingest into (or delete from) the configured index
     Ingest {
         #[command(subcommand)]
@@ -156,22 +162,32 @@ pub enum ModelsCommand {
     Pull,
 }
 
-fn parse_stages(names: &[String]) -> anyhow::Result<Vec<Stage>> {
-    if names.iter().any(|n| n == "all") {
-        return Ok(node::ALL_STAGES.to_vec());
+/// What `--stages` names: the loop's stages, and whether the HTTP gateway runs too (`gateway`, or `all`).
+struct Serving {
+    stages: Vec<Stage>,
+    gateway: bool,
+}
+
+fn parse_stages(names: &[String]) -> anyhow::Result<Serving> {
+    if names.iter().any(|n| n.trim() == "all") {
+        return Ok(Serving { stages: node::ALL_STAGES.to_vec(), gateway: true });
     }
-    names
+    let gateway = names.iter().any(|n| n.trim() == "gateway");
+    let stages = names
         .iter()
+        .filter(|n| n.trim() != "gateway")
         .map(|n| {
             let stage = Stage::parse(n.trim()).with_context(|| {
                 format!(
-                    "unknown stage '{n}', expected one of intake, planner, retrieve, graph, grader, synthesizer or all"
+                    "unknown stage '{n}', expected one of intake, planner, retrieve, graph, grader, synthesizer, gateway \
+                     or all"
                 )
             })?;
             anyhow::ensure!(node::ALL_STAGES.contains(&stage), "the {stage} stage is not available yet");
             Ok(stage)
         })
-        .collect()
+        .collect::<anyhow::Result<Vec<_>>>()?;
+    Ok(Serving { stages, gateway })
 }
 
 /// The `service.name` spans go out under: `telemetry.service_name`, else `sleuth-<stage>` for a process that
@@ -181,8 +197,11 @@ fn service_name(config: &Config, command: &Command) -> String {
         return name.clone();
     }
     match command {
-        Command::Serve { stages } => match parse_stages(stages).as_deref() {
-            Ok([stage]) => crate::runtime::endpoint::service_name(*stage),
+        Command::Serve { stages, embedded: false } => match parse_stages(stages) {
+            Ok(Serving { stages, gateway: false }) if stages.len() == 1 => {
+                crate::runtime::endpoint::service_name(stages[0])
+            }
+            Ok(Serving { stages, gateway: true }) if stages.is_empty() => "sleuth-gateway".into(),
             _ => "sleuth".into(),
         },
         _ => "sleuth".into(),
@@ -228,6 +247,14 @@ async fn command(command: Command, config: Config) -> anyhow::Result<ExitCode> {
             }
             Ok(if matches!(reply.outcome, Outcome::Answer(_)) { ExitCode::SUCCESS } else { ExitCode::FAILURE })
         }
+        Command::Mcp => {
+            let engine = match config.nats.url {
+                Some(_) => crate::gateway::engine::Engine::nats(config.into()).await?,
+                None => crate::gateway::engine::Engine::Embedded(std::sync::Arc::new(Node::embedded(config).await?)),
+            };
+            crate::gateway::serve_stdio(std::sync::Arc::new(engine)).await?;
+            Ok(ExitCode::SUCCESS)
+        }
         Command::Setup => {
             println!("{}", client::setup(&config).await?);
             Ok(ExitCode::SUCCESS)
@@ -236,7 +263,8 @@ async fn command(command: Command, config: Config) -> anyhow::Result<ExitCode> {
             println!("{}", telemetry::http::probe(&config.telemetry.http_addr).await?);
             Ok(ExitCode::SUCCESS)
         }
-        Command::Serve { stages } => serve(config, &parse_stages(&stages)?).await,
+        Command::Serve { embedded: true, .. } => serve_embedded(config).await,
+        Command::Serve { stages, embedded: false } => serve(config, parse_stages(&stages)?).await,
         Command::Ingest { what: IngestCommand::Docs { paths } } => {
             let docs = ingest::read_paths(&paths)?;
             let retriever = ingest::target::open(&config).await?;
@@ -355,26 +383,69 @@ async fn command(command: Command, config: Config) -> anyhow::Result<ExitCode> {
     }
 }
 
-/// `sleuth serve`: runs `stages` until SIGTERM or Ctrl-C, then drains the work in hand.
-async fn serve(config: Config, stages: &[Stage]) -> anyhow::Result<ExitCode> {
+/// `sleuth serve`: runs `stages` (and the gateway) until SIGTERM or Ctrl-C, then drains the work in hand.
+async fn serve(config: Config, serving: Serving) -> anyhow::Result<ExitCode> {
+    let Serving { stages, gateway } = serving;
     let health = std::sync::Arc::new(telemetry::http::Health::default());
     let (addr, http) = telemetry::http::serve(&config.telemetry.http_addr, health.clone()).await?;
     tracing::info!(%addr, "metrics on http://{addr}/metrics, probes on /healthz and /readyz");
     let grace = Duration::from_millis(config.stages.shutdown_grace_ms);
     // A SIGTERM while the backends are still being retried stops the process at once.
-    let node = tokio::select! {
-        node = Node::distributed(config, stages, health) => node?,
-        () = shutdown_signal() => {
-            tracing::info!("stopped before serving");
-            http.abort();
-            return Ok(ExitCode::SUCCESS);
-        }
+    let node = match stages.is_empty() {
+        true => None,
+        false => tokio::select! {
+            node = Node::distributed(config.clone(), &stages, health.clone()) => Some(node?),
+            () = shutdown_signal() => {
+                tracing::info!("stopped before serving");
+                http.abort();
+                return Ok(ExitCode::SUCCESS);
+            }
+        },
     };
-    tracing::info!(stages = ?stages, "serving; ctrl-c or SIGTERM to stop");
+    // The gateway last: its requests need the stages, and NATS is reachable once they run.
+    let gateway = match gateway {
+        true => {
+            let engine = std::sync::Arc::new(crate::gateway::engine::Engine::nats(config.into()).await?);
+            let (addr, task) = crate::gateway::serve(engine).await?;
+            tracing::info!(%addr, "gateway on http://{addr}/v1/ask and /v1/chat/completions");
+            Some(task)
+        }
+        false => None,
+    };
+    if node.is_none() {
+        health.set_started();
+    }
+    tracing::info!(stages = ?stages, gateway = gateway.is_some(), "serving; ctrl-c or SIGTERM to stop");
     shutdown_signal().await;
+    if let Some(task) = gateway {
+        task.abort();
+    }
     tracing::info!(grace_ms = grace.as_millis() as u64, "draining: finishing the work in hand");
-    node.drain(grace).await;
+    if let Some(node) = node {
+        node.drain(grace).await;
+    }
     http.abort();
+    tracing::info!("stopped");
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `sleuth serve --embedded`: every stage in this process (in-memory bus and store, the embedded index) and the
+/// HTTP gateway over them, until SIGTERM or Ctrl-C.
+async fn serve_embedded(config: Config) -> anyhow::Result<ExitCode> {
+    let health = std::sync::Arc::new(telemetry::http::Health::default());
+    let (addr, http) = telemetry::http::serve(&config.telemetry.http_addr, health.clone()).await?;
+    tracing::info!(%addr, "metrics on http://{addr}/metrics, probes on /healthz and /readyz");
+    let node = std::sync::Arc::new(Node::embedded(config).await?);
+    let engine = std::sync::Arc::new(crate::gateway::engine::Engine::Embedded(node.clone()));
+    let (addr, gateway) = crate::gateway::serve(engine).await?;
+    health.set_started();
+    tracing::info!(%addr, "gateway on http://{addr}/v1/ask and /v1/chat/completions");
+    tracing::info!("serving; ctrl-c or SIGTERM to stop");
+    shutdown_signal().await;
+    gateway.abort();
+    http.abort();
+    // Requests still running hold the node; the process ends with them.
+    drop(node);
     tracing::info!("stopped");
     Ok(ExitCode::SUCCESS)
 }

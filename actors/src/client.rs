@@ -228,10 +228,25 @@ pub async fn ask_remote(
 pub async fn ask_with(
     client: &async_nats::Client,
     subjects: &Subjects,
+    request: AskRequest,
+    timeout: Duration,
+    on_event: Option<&mut (dyn FnMut(&Event) + Send)>,
+    trace: &TraceHeaders,
+) -> anyhow::Result<AskReply> {
+    ask_as(client, subjects, request, timeout, on_event, trace, None).await
+}
+
+/// [`ask_with`] on behalf of `by`: the request carries the `Nats-Request-Info` header a tenant's import would
+/// give it, so intake records `by` as its owner. Only a process of the deployment's own account may say so (a
+/// gateway that authenticated the tenant): across a tenant's import the server replaces the header.
+pub async fn ask_as(
+    client: &async_nats::Client,
+    subjects: &Subjects,
     mut request: AskRequest,
     timeout: Duration,
     mut on_event: Option<&mut (dyn FnMut(&Event) + Send)>,
     trace: &TraceHeaders,
+    by: Option<&sleuth_messages::Principal>,
 ) -> anyhow::Result<AskReply> {
     let request_id = *request.request_id.get_or_insert_with(uuid::Uuid::now_v7);
     // Core subscription: JetStream messages are ordinary NATS messages too, so progress arrives live.
@@ -241,6 +256,10 @@ pub async fn ask_with(
     let mut replies = client.subscribe(inbox.clone()).await.context("cannot subscribe to the reply inbox")?;
     let mut headers = async_nats::HeaderMap::new();
     trace.to_nats(&mut headers);
+    if let Some(by) = by {
+        let info = serde_json::json!({ "acc": by.tenant, "user": by.user }).to_string();
+        headers.insert(sleuth_messages::principal::REQUEST_INFO_HEADER, info.as_str());
+    }
     let payload = bytes::Bytes::from(payload);
     let send = || {
         let (subject, inbox, headers, payload) = (subjects.ask(), inbox.clone(), headers.clone(), payload.clone());

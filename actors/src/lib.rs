@@ -17,6 +17,7 @@ pub mod eval;
 pub mod fixtures;
 #[doc(hidden)]
 pub mod fuzzing;
+pub mod gateway;
 pub mod graph;
 pub mod guard;
 pub mod index;

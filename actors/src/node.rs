@@ -301,7 +301,18 @@ impl Node {
     /// progress event as it happens. The request is one trace rooted at a `sleuth.ask` span of this process.
     pub async fn ask(
         &self,
+        request: AskRequest,
+        on_event: Option<&mut (dyn FnMut(&Event) + Send)>,
+    ) -> Result<AskReply, ErrorResponse> {
+        self.ask_as(request, None, on_event).await
+    }
+
+    /// [`Node::ask`] on behalf of `by` (a tenant a gateway authenticated): the request's owner, so only that
+    /// tenant may act on it. `None` is the deployment's own account.
+    pub async fn ask_as(
+        &self,
         mut request: AskRequest,
+        by: Option<sleuth_messages::Principal>,
         mut on_event: Option<&mut (dyn FnMut(&Event) + Send)>,
     ) -> Result<AskReply, ErrorResponse> {
         let timeout = Duration::from_millis(request.timeout_ms.unwrap_or(self.ctx.config.loop_.timeout_ms) + 5_000);
@@ -310,7 +321,7 @@ impl Node {
         let trace = context::of_span(&root, &TraceHeaders::default());
         let unavailable = |e: String| ErrorResponse::new(ErrorKind::Unavailable, e).for_request(request_id);
         let mut events = self.ctx.bus.events(request_id).await.map_err(|e| unavailable(e.to_string()))?;
-        intake::submit(&self.ctx, request, None, &trace, None).await?;
+        intake::submit(&self.ctx, request, None, &trace, by).await?;
         let wait = async {
             while let Some(event) = events.next().await {
                 if let Some(cb) = on_event.as_deref_mut() {

@@ -22,6 +22,7 @@ const LAYERS: &[(&str, &[&str])] = &[
     ("stages", &["stages"]),
     ("runtime", &["runtime"]),
     ("node", &["node", "bootstrap", "client", "eval", "bench", "fuzzing"]),
+    ("gateway", &["gateway"]),
     ("cli", &["cli"]),
 ];
 

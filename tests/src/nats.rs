@@ -115,11 +115,12 @@ pub fn nats_server() -> NatsServer {
     panic!("nats-server exited right after starting on five different ports; run `nats-server -js` by hand to see why");
 }
 
-/// The users of `deploy/nats/accounts.conf`: one per stage, plus `admin`, `client`, `sleuth` and `sys`, and the
+/// The users of `deploy/nats/accounts.conf`: one per stage, plus `admin`, `client`, `gateway`, `sleuth` and `sys`, and the
 /// example tenants' `alpha` and `beta`.
-pub const USERS: [&str; 12] = [
+pub const USERS: [&str; 13] = [
     "admin",
     "client",
+    "gateway",
     "intake",
     "planner",
     "retrieve",

@@ -72,6 +72,8 @@ impl Deployment {
             ("SLEUTH__NATS__PREFIX".to_string(), self.prefix.clone()),
             ("SLEUTH__NATS__SUFFIX".to_string(), self.suffix.clone()),
             ("SLEUTH__DATA_DIR".to_string(), self.data_dir.display().to_string()),
+            // `--stages all` runs the HTTP gateway too: a free port each, so parallel tests do not clash.
+            ("SLEUTH__GATEWAY__HTTP_ADDR".to_string(), "127.0.0.1:0".to_string()),
         ];
         vars.extend(self.env.iter().cloned());
         vars

@@ -10,6 +10,7 @@ use figment::{
 use serde::{Deserialize, Serialize};
 
 mod backends;
+mod gateway;
 mod graph;
 mod intake;
 mod llm;
@@ -20,6 +21,7 @@ mod stages;
 mod telemetry;
 
 pub use backends::BackendsConfig;
+pub use gateway::{ApiKey, GatewayConfig};
 pub use graph::{DatabaseConfig, GraphConfig};
 pub use intake::IntakeConfig;
 pub use llm::{AgentLlmConfig, FallbackLlmConfig, LlmConfig, StructuredOutput};
@@ -64,6 +66,8 @@ pub const ENV_VARS: &[(&str, &str)] = &[
     ("OTEL_TRACES_SAMPLER", "fallback for telemetry.sampler, e.g. parentbased_traceidratio"),
     ("OTEL_TRACES_SAMPLER_ARG", "fallback for telemetry.sampler_arg, the sampling ratio"),
     ("OTEL_BSP_SCHEDULE_DELAY", "milliseconds between span batches (default 5000)"),
+    ("SLEUTH__GATEWAY__HTTP_ADDR", "where the HTTP gateway listens (default 127.0.0.1:8080)"),
+    ("SLEUTH__GATEWAY__API_KEYS_FILE", "a file of API keys, one `<sha256 hex> <tenant>` per line"),
     ("SLEUTH__TELEMETRY__HTTP_ADDR", "where sleuth serve answers /metrics, /healthz, /readyz (default 127.0.0.1:0)"),
 ];
 
@@ -84,6 +88,7 @@ pub struct Config {
     pub backends: BackendsConfig,
     pub intake: IntakeConfig,
     pub telemetry: TelemetryConfig,
+    pub gateway: GatewayConfig,
     pub debug: DebugConfig,
 }
 

@@ -1,0 +1,165 @@
+//! [`Engine`]: what the gateway asks. Embedded, the stages of this process through its in-memory bus; on a
+//! cluster, `sleuth.v1.ask` over NATS like any client, with the authenticated tenant as the request's owner.
+
+use std::{sync::Arc, time::Duration};
+
+use sleuth_messages::{
+    AskReply, AskRequest, ErrorKind, ErrorResponse, Event, Hit, JsonMap, LoopState, Principal, subjects::Subjects,
+};
+use tokio::sync::{OnceCell, mpsc};
+
+use crate::{
+    client,
+    config::Config,
+    node::Node,
+    retrieval::Retriever,
+    store::{StateStore, nats_kv::KvStore},
+    telemetry::TraceHeaders,
+};
+
+/// Where the gateway's requests go.
+pub enum Engine {
+    /// Every stage in this process (`sleuth serve --embedded`).
+    Embedded(Arc<Node>),
+    /// A deployment on NATS (`sleuth serve --stages gateway`).
+    Nats(Box<NatsEngine>),
+}
+
+pub struct NatsEngine {
+    client: async_nats::Client,
+    config: Arc<Config>,
+    subjects: Subjects,
+    /// The loop-state bucket, opened on the first status read.
+    loops: OnceCell<KvStore>,
+    /// The index, opened on the first `search` or `fetch` (MCP).
+    index: OnceCell<Arc<Retriever>>,
+}
+
+fn unavailable(e: impl std::fmt::Display) -> ErrorResponse {
+    ErrorResponse::new(ErrorKind::Unavailable, e.to_string())
+}
+
+impl Engine {
+    /// The engine of a deployment on NATS, connected as the configured user.
+    pub async fn nats(config: Arc<Config>) -> anyhow::Result<Engine> {
+        let url = config.nats.url.clone().ok_or_else(|| anyhow::anyhow!("the gateway stage needs a NATS URL"))?;
+        let client = crate::nats_client::connect(&url, "sleuth gateway").await?;
+        let subjects = config.subjects();
+        Ok(Engine::Nats(Box::new(NatsEngine {
+            client,
+            config,
+            subjects,
+            loops: OnceCell::new(),
+            index: OnceCell::new(),
+        })))
+    }
+
+    pub fn config(&self) -> &Config {
+        match self {
+            Engine::Embedded(node) => &node.ctx.config,
+            Engine::Nats(nats) => &nats.config,
+        }
+    }
+
+    /// Asks `request` on behalf of `by` and waits for the final reply; every event (the final one included) is
+    /// sent to `events` as it happens.
+    pub async fn ask(
+        &self,
+        request: AskRequest,
+        by: Option<Principal>,
+        trace: &TraceHeaders,
+        events: Option<mpsc::UnboundedSender<Event>>,
+    ) -> Result<AskReply, ErrorResponse> {
+        let mut forward = |e: &Event| {
+            if let Some(tx) = &events {
+                let _ = tx.send(e.clone());
+            }
+        };
+        match self {
+            Engine::Embedded(node) => node.ask_as(request, by, Some(&mut forward)).await,
+            Engine::Nats(nats) => {
+                let budget = request.timeout_ms.unwrap_or(nats.config.loop_.timeout_ms);
+                let timeout = Duration::from_millis(budget.min(nats.config.loop_.max_timeout_ms) + 5_000);
+                let request_id = request.request_id;
+                let reply = client::ask_as(
+                    &nats.client,
+                    &nats.subjects,
+                    request,
+                    timeout,
+                    Some(&mut forward),
+                    trace,
+                    by.as_ref(),
+                )
+                .await;
+                reply.map_err(|e| {
+                    let error = unavailable(format!("{e:#}"));
+                    match request_id {
+                        Some(id) => error.for_request(id),
+                        None => error,
+                    }
+                })
+            }
+        }
+    }
+
+    /// A request's stored loop state, `None` when there is none (never was, or expired).
+    pub async fn state(&self, request_id: uuid::Uuid) -> Result<Option<LoopState>, ErrorResponse> {
+        let store: &dyn StateStore = match self {
+            Engine::Embedded(node) => node.ctx.store.as_ref(),
+            Engine::Nats(nats) => {
+                nats.loops
+                    .get_or_try_init(|| async {
+                        let js = async_nats::jetstream::new(nats.client.clone());
+                        let (bucket, ttl) = (nats.subjects.loops_bucket(), nats.config.loop_ttl());
+                        KvStore::open(&js, &bucket, ttl, nats.config.nats.replicas).await.map_err(unavailable)
+                    })
+                    .await?
+            }
+        };
+        Ok(store.load(request_id).await.map_err(unavailable)?.map(|(state, _)| state))
+    }
+
+    /// Cancels a request; the caller has checked that its requester may.
+    pub async fn cancel(&self, request_id: uuid::Uuid) -> Result<(), ErrorResponse> {
+        match self {
+            Engine::Embedded(node) => node.cancel(request_id).await.map_err(unavailable),
+            Engine::Nats(nats) => {
+                let subject = nats.subjects.cancel(request_id);
+                nats.client.publish(subject, Default::default()).await.map_err(unavailable)?;
+                nats.client.flush().await.map_err(unavailable)
+            }
+        }
+    }
+
+    /// The index: this process's when embedded, else opened from the configuration on first use.
+    async fn index(&self) -> Result<&Arc<Retriever>, ErrorResponse> {
+        match self {
+            Engine::Embedded(node) => {
+                node.retriever.as_ref().ok_or_else(|| unavailable("this process has no index open"))
+            }
+            Engine::Nats(nats) => {
+                nats.index
+                    .get_or_try_init(|| async {
+                        let retriever = crate::bootstrap::open_retriever(&nats.config).await;
+                        retriever.map(Arc::new).map_err(|e| unavailable(format!("cannot open the index: {e:#}")))
+                    })
+                    .await
+            }
+        }
+    }
+
+    /// The passages that best match `query`, best first (one retrieval pass, no loop).
+    pub async fn search(&self, query: &str, limit: usize) -> Result<Vec<Hit>, ErrorResponse> {
+        let index = self.index().await?;
+        index.search(query, &Default::default(), limit).await.map_err(|e| unavailable(format!("{e:#}")))
+    }
+
+    /// A document's chunks in order; empty when there is no such document.
+    pub async fn document(&self, doc_id: &str) -> Result<Vec<Hit>, ErrorResponse> {
+        let index = self.index().await?;
+        let mut filter = JsonMap::new();
+        filter.insert("doc_id".into(), doc_id.into());
+        let filter = index.parse_filter(&filter).map_err(|e| ErrorResponse::new(ErrorKind::InvalidInput, e))?;
+        index.fetch(&filter, 1_000).await.map_err(|e| unavailable(format!("{e:#}")))
+    }
+}

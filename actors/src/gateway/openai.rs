@@ -1,0 +1,227 @@
+//! The OpenAI-compatible endpoints: `POST /v1/chat/completions` (plain and `stream: true`) and `GET /v1/models`.
+//! The last user message is the question and the earlier ones the conversation; the answer keeps its `[n]`
+//! markers and a `citations` list (id, title, text, url) comes with it; `usage` is the LLM tokens the loop spent.
+
+use std::{convert::Infallible, sync::Arc};
+
+use axum::{
+    Json,
+    extract::{State, rejection::JsonRejection},
+    http::{HeaderMap, StatusCode},
+    response::{
+        IntoResponse, Response,
+        sse::{Event as SseEvent, KeepAlive, Sse},
+    },
+};
+use futures::{Stream, StreamExt};
+use serde::Deserialize;
+use serde_json::{Value, json};
+use sha2::{Digest, Sha256};
+use sleuth_messages::{AskReply, AskRequest, LoopState, Outcome};
+
+use super::{
+    App,
+    cite::{Cited, cited},
+    error::ApiError,
+    run::Run,
+};
+
+/// A chat completion request. Fields of the OpenAI API that do not apply to a retrieval loop (`temperature`,
+/// `n`, `tools`, …) are accepted and ignored, as OpenAI-compatible servers do.
+#[derive(Debug, Deserialize)]
+pub struct ChatRequest {
+    #[serde(default)]
+    pub model: Option<String>,
+    pub messages: Vec<ChatMessage>,
+    #[serde(default)]
+    pub stream: bool,
+}
+
+#[derive(Debug, Deserialize)]
+pub struct ChatMessage {
+    pub role: String,
+    #[serde(default)]
+    pub content: Option<Content>,
+}
+
+/// A message's content: a string, or parts of which the text ones count.
+#[derive(Debug, Deserialize)]
+#[serde(untagged)]
+pub enum Content {
+    Text(String),
+    Parts(Vec<Part>),
+}
+
+#[derive(Debug, Deserialize)]
+pub struct Part {
+    #[serde(default)]
+    pub text: Option<String>,
+}
+
+impl Content {
+    fn text(&self) -> String {
+        match self {
+            Content::Text(t) => t.clone(),
+            Content::Parts(parts) => parts.iter().filter_map(|p| p.text.as_deref()).collect::<Vec<_>>().join("\n"),
+        }
+    }
+}
+
+/// An error in the shape OpenAI clients read (`error.message`), with the protocol's kind as its `type`.
+fn openai_error(error: ApiError) -> Response {
+    let body = json!({ "error": {
+        "message": error.body.message,
+        "type": error.body.kind,
+        "code": error.status.as_u16(),
+        "retryable": error.body.retryable,
+    }});
+    (error.status, Json(body)).into_response()
+}
+
+/// The question (the last user message) and the conversation it continues: an id derived from the first user
+/// message, so every turn of one chat lands in the same sleuth conversation.
+fn to_request(chat: &ChatRequest) -> Result<AskRequest, ApiError> {
+    let users: Vec<String> = chat
+        .messages
+        .iter()
+        .filter(|m| m.role == "user")
+        .filter_map(|m| m.content.as_ref().map(Content::text))
+        .collect();
+    let Some(question) = users.last() else {
+        let message = "messages: no user message to answer";
+        return Err(ApiError::new(StatusCode::BAD_REQUEST, sleuth_messages::ErrorKind::InvalidInput, message));
+    };
+    let mut request = AskRequest::new(question.clone());
+    let first = &users[0];
+    request.conversation_id = Some(format!("chat-{}", &hex::encode(Sha256::digest(first.as_bytes()))[..32]));
+    Ok(request)
+}
+
+/// `POST /v1/chat/completions`.
+pub async fn chat(
+    State(app): State<Arc<App>>,
+    headers: HeaderMap,
+    body: Result<Json<ChatRequest>, JsonRejection>,
+) -> Response {
+    match chat_inner(app, headers, body).await {
+        Ok(response) => response,
+        Err(error) => openai_error(error),
+    }
+}
+
+async fn chat_inner(
+    app: Arc<App>,
+    headers: HeaderMap,
+    body: Result<Json<ChatRequest>, JsonRejection>,
+) -> Result<Response, ApiError> {
+    let by = app.caller(&headers)?;
+    let Json(chat) = body.map_err(ApiError::body)?;
+    let request = to_request(&chat)?;
+    let model = chat.model.clone().unwrap_or_else(|| app.engine.config().gateway.model_name.clone());
+    if chat.stream {
+        let slot = app.stream_slot(by.as_ref())?;
+        let run = Run::start(&app.engine, request, by, app.trace());
+        let stream = chunks(app.clone(), run, model);
+        // The slot is held until the stream is dropped.
+        let stream = stream.map(move |item| {
+            let _held = &slot;
+            item
+        });
+        return Ok(Sse::new(stream).keep_alive(KeepAlive::default()).into_response());
+    }
+    let mut run = Run::start(&app.engine, request, by, app.trace());
+    let reply = run.reply().await?;
+    if let Outcome::Error(e) = &reply.outcome {
+        return Err(ApiError::from(e.clone()));
+    }
+    let state = app.engine.state(run.request_id).await.ok().flatten();
+    let (content, citations) = answer_of(&reply, state.as_ref());
+    Ok(Json(json!({
+        "id": format!("chatcmpl-{}", run.request_id),
+        "object": "chat.completion",
+        "created": now_s(),
+        "model": model,
+        "choices": [{
+            "index": 0,
+            "message": { "role": "assistant", "content": content },
+            "finish_reason": "stop",
+        }],
+        "usage": usage(&reply),
+        "citations": citations,
+        "sleuth": { "request_id": run.request_id, "route": reply.route, "elapsed_ms": reply.elapsed_ms },
+    }))
+    .into_response())
+}
+
+/// The streamed completion: a first chunk with the role, then, when the loop ends, the answer and a last chunk
+/// with `finish_reason`, `citations` and `usage`, then `[DONE]`. Dropping it before the end cancels the request.
+fn chunks(app: Arc<App>, run: Run, model: String) -> impl Stream<Item = Result<SseEvent, Infallible>> {
+    let id = format!("chatcmpl-{}", run.request_id);
+    let chunk = move |delta: Value, finish: Option<&str>, extra: Value| {
+        let mut body = json!({
+            "id": id,
+            "object": "chat.completion.chunk",
+            "created": now_s(),
+            "model": model,
+            "choices": [{ "index": 0, "delta": delta, "finish_reason": finish }],
+        });
+        if let (Value::Object(body), Value::Object(extra)) = (&mut body, extra) {
+            body.extend(extra);
+        }
+        SseEvent::default().data(body.to_string())
+    };
+    let first = chunk(json!({ "role": "assistant", "content": "" }), None, json!({}));
+    let rest = futures::stream::once(async move {
+        let mut run = run;
+        let reply = run.reply().await;
+        let events: Vec<SseEvent> = match reply {
+            Ok(reply) => match &reply.outcome {
+                Outcome::Answer(_) => {
+                    let state = app.engine.state(run.request_id).await.ok().flatten();
+                    let (content, citations) = answer_of(&reply, state.as_ref());
+                    vec![
+                        chunk(json!({ "content": content }), None, json!({})),
+                        chunk(json!({}), Some("stop"), json!({ "citations": citations, "usage": usage(&reply) })),
+                    ]
+                }
+                Outcome::Error(e) => vec![SseEvent::default().data(error_chunk(e).to_string())],
+            },
+            Err(e) => vec![SseEvent::default().data(error_chunk(&e).to_string())],
+        };
+        futures::stream::iter(events.into_iter().chain([SseEvent::default().data("[DONE]")]).map(Ok))
+    });
+    futures::stream::once(async move { Ok(first) }).chain(rest.flatten())
+}
+
+fn error_chunk(e: &sleuth_messages::ErrorResponse) -> Value {
+    json!({ "error": { "message": e.message, "type": e.kind, "retryable": e.retryable } })
+}
+
+/// The answer text (with its `[n]` markers) and its citations, each with the passage it cites.
+fn answer_of(reply: &AskReply, state: Option<&LoopState>) -> (String, Vec<Cited>) {
+    let Outcome::Answer(answer) = &reply.outcome else { return (String::new(), Vec::new()) };
+    (answer.answer.clone(), cited(answer, state))
+}
+
+/// The LLM tokens the loop spent, as OpenAI's `usage`.
+fn usage(reply: &AskReply) -> Value {
+    let (input, output) = reply.llm.as_ref().map_or((0, 0), |l| (l.input_tokens, l.output_tokens));
+    json!({ "prompt_tokens": input, "completion_tokens": output, "total_tokens": input + output })
+}
+
+fn now_s() -> u64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs())
+}
+
+/// `GET /v1/models`: the one model, the loop.
+pub async fn models(State(app): State<Arc<App>>, headers: HeaderMap) -> Response {
+    if let Err(e) = app.caller(&headers) {
+        return openai_error(e);
+    }
+    let name = &app.engine.config().gateway.model_name;
+    Json(json!({
+        "object": "list",
+        "data": [{ "id": name, "object": "model", "created": 0, "owned_by": "sleuth" }],
+    }))
+    .into_response()
+}

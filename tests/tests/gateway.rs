@@ -1,0 +1,376 @@
+//! The HTTP gateway as a user starts it, `sleuth serve --embedded` over the demo data: `POST /v1/ask` as JSON and
+//! as SSE, status and cancel, bad input, API keys mapping to tenants that see only their own requests, a client
+//! that goes away cancelling its request, and the official `openai` Python client against the chat endpoint.
+
+use std::{
+    io::{BufRead, BufReader},
+    path::Path,
+    process::{Child, Command, Stdio},
+    sync::mpsc,
+    time::Duration,
+};
+
+use futures::StreamExt;
+use serde_json::{Value, json};
+use sleuth_tests::process::sleuth_bin;
+
+/// A running `sleuth serve --embedded`; dropping it kills it.
+struct Gateway {
+    child: Child,
+    base: String,
+}
+
+impl Drop for Gateway {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Gateway {
+    /// Starts the embedded server on a copy of the demo data with `env`, and waits until it serves.
+    fn start(data_dir: &Path, env: &[(&str, &str)]) -> Gateway {
+        sleuth_tests::seeded::seed_data_dir(data_dir);
+        let mut cmd = Command::new(sleuth_bin());
+        cmd.args(["serve", "--embedded"])
+            .env_remove("SLEUTH_CONFIG")
+            .env_remove("SLEUTH__NATS__URL")
+            .env_remove("NATS_URL")
+            .env("SLEUTH__DATA_DIR", data_dir)
+            .env("SLEUTH__GATEWAY__HTTP_ADDR", "127.0.0.1:0")
+            .env("RUST_LOG", "info")
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped());
+        for (k, v) in env {
+            cmd.env(k, v);
+        }
+        let mut child = cmd.spawn().expect("start sleuth serve --embedded");
+        let stderr = child.stderr.take().expect("piped stderr");
+        let (tx, rx) = mpsc::channel::<Result<String, String>>();
+        std::thread::spawn(move || {
+            let mut base = None;
+            let mut seen = Vec::new();
+            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+                if let Some(at) = line.find("gateway on http://") {
+                    let addr = line[at + "gateway on http://".len()..].split('/').next().unwrap_or_default();
+                    base = Some(format!("http://{addr}"));
+                }
+                if line.contains("serving; ctrl-c")
+                    && let Some(base) = base.take()
+                {
+                    let _ = tx.send(Ok(base));
+                }
+                if std::env::var_os("SLEUTH_TEST_LOGS").is_some() {
+                    eprintln!("[gateway] {line}");
+                }
+                seen.push(line);
+            }
+            let _ = tx.send(Err(seen.join("\n")));
+        });
+        match rx.recv_timeout(Duration::from_secs(90)) {
+            Ok(Ok(base)) => Gateway { child, base },
+            Ok(Err(lines)) => panic!("sleuth serve --embedded exited before serving:\n{lines}"),
+            Err(_) => panic!("sleuth serve --embedded did not serve within 90 s"),
+        }
+    }
+
+    fn url(&self, path: &str) -> String {
+        format!("{}{path}", self.base)
+    }
+}
+
+fn http() -> reqwest::Client {
+    reqwest::Client::builder().timeout(Duration::from_secs(60)).build().expect("http client")
+}
+
+/// Sends `body` to `path` with `key` (if any); returns the status and the body as JSON (`Null` when it is not).
+async fn post(gateway: &Gateway, path: &str, key: Option<&str>, body: &str) -> (u16, Value) {
+    let mut request = http().post(gateway.url(path)).header("content-type", "application/json").body(body.to_string());
+    if let Some(key) = key {
+        request = request.bearer_auth(key);
+    }
+    let response = request.send().await.expect("POST");
+    let status = response.status().as_u16();
+    (status, serde_json::from_str(&response.text().await.unwrap_or_default()).unwrap_or(Value::Null))
+}
+
+async fn send(gateway: &Gateway, method: reqwest::Method, path: &str, key: Option<&str>) -> (u16, Value) {
+    let mut request = http().request(method, gateway.url(path));
+    if let Some(key) = key {
+        request = request.bearer_auth(key);
+    }
+    let response = request.send().await.expect("request");
+    let status = response.status().as_u16();
+    (status, serde_json::from_str(&response.text().await.unwrap_or_default()).unwrap_or(Value::Null))
+}
+
+/// `POST /v1/ask` asking for the event stream; the response is read by the caller.
+async fn post_stream(gateway: &Gateway, key: Option<&str>, body: &str) -> reqwest::Response {
+    let mut request = http()
+        .post(gateway.url("/v1/ask"))
+        .header("accept", "text/event-stream")
+        .header("content-type", "application/json")
+        .body(body.to_string());
+    if let Some(key) = key {
+        request = request.bearer_auth(key);
+    }
+    request.send().await.expect("POST stream")
+}
+
+fn short_answer(reply: &Value) -> &str {
+    reply["outcome"]["answer"]["short_answer"]["text"].as_str().unwrap_or_default()
+}
+
+/// The SSE events of a body: (event, data as JSON).
+fn sse_events(body: &str) -> Vec<(String, Value)> {
+    body.split("\n\n")
+        .filter_map(|block| {
+            let mut event = String::from("message");
+            let mut data = String::new();
+            for line in block.lines() {
+                if let Some(e) = line.strip_prefix("event:") {
+                    event = e.trim().to_string();
+                } else if let Some(d) = line.strip_prefix("data:") {
+                    data.push_str(d.trim_start());
+                }
+            }
+            (!data.is_empty()).then(|| (event, serde_json::from_str(&data).unwrap_or(Value::String(data))))
+        })
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_gateway_answers_streams_and_refuses_bad_input() {
+    let dir = tempfile::tempdir().unwrap();
+    let gateway = Gateway::start(dir.path(), &[]);
+
+    // JSON: the protocol's reply, the short answer first.
+    let (status, reply) = post(&gateway, "/v1/ask", None, r#"{"query":"Which anime is Luffy in?"}"#).await;
+    assert_eq!(status, 200, "{reply}");
+    assert_eq!(short_answer(&reply), "One Piece", "{reply}");
+    let id = reply["request_id"].as_str().expect("request id").to_string();
+
+    // Status of a finished request; cancelling it is a conflict; an unknown id is 404.
+    let (status, state) = send(&gateway, reqwest::Method::GET, &format!("/v1/requests/{id}"), None).await;
+    assert_eq!(status, 200, "{state}");
+    assert_eq!(state["outcome"]["answer"]["short_answer"]["text"], "One Piece", "{state}");
+    let (status, _) = send(&gateway, reqwest::Method::DELETE, &format!("/v1/requests/{id}"), None).await;
+    assert_eq!(status, 409);
+    let unknown = uuid::Uuid::now_v7();
+    let (status, body) = send(&gateway, reqwest::Method::GET, &format!("/v1/requests/{unknown}"), None).await;
+    assert_eq!((status, body["type"].as_str()), (404, Some("invalid_input")), "{body}");
+
+    // SSE: accepted first, final last, the stream ends by itself.
+    let response = post_stream(&gateway, None, r#"{"query":"Which anime is Luffy in?"}"#).await;
+    assert_eq!(response.status().as_u16(), 200);
+    assert!(response.headers()["content-type"].to_str().unwrap().starts_with("text/event-stream"));
+    let events = sse_events(&response.text().await.expect("the stream ends"));
+    let kinds: Vec<&str> = events.iter().map(|(e, _)| e.as_str()).collect();
+    assert_eq!(kinds.first(), Some(&"accepted"), "{kinds:?}");
+    assert_eq!(kinds.last(), Some(&"final"), "{kinds:?}");
+    assert!(kinds.contains(&"planned") && kinds.contains(&"retrieved"), "{kinds:?}");
+    let final_reply = &events.last().unwrap().1["body"]["final"];
+    assert_eq!(short_answer(final_reply), "One Piece", "{final_reply}");
+
+    // Bad input: 4xx with the protocol's error, naming the field; nothing answers 5xx.
+    let cases = [
+        ("{not json", 400, "malformed", ""),
+        (r#"{"querry":"x"}"#, 422, "malformed", "querry"),
+        (r#"{"query":"x","max_turns":"three"}"#, 422, "malformed", "max_turns"),
+        (r#"{"query":"   "}"#, 422, "invalid_input", ""),
+        ("[1,2]", 422, "malformed", ""),
+    ];
+    for (body, want_status, want_type, names) in cases {
+        let (status, error) = post(&gateway, "/v1/ask", None, body).await;
+        assert_eq!(status, want_status, "{body}: {error}");
+        assert_eq!(error["type"], want_type, "{body}: {error}");
+        assert!(error["message"].as_str().unwrap_or_default().contains(names), "{body}: {error}");
+    }
+    let huge = json!({ "query": "x".repeat(300 * 1024) }).to_string();
+    let (status, error) = post(&gateway, "/v1/ask", None, &huge).await;
+    assert_eq!((status, error["type"].as_str()), (413, Some("too_large")), "{error}");
+    let (status, _) = post(&gateway, "/v1/chat/completions", None, r#"{"messages":[]}"#).await;
+    assert_eq!(status, 400);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn api_keys_are_tenants_that_see_only_their_own_requests() {
+    let dir = tempfile::tempdir().unwrap();
+    let keys = dir.path().join("keys");
+    let digest = |k: &str| sleuth_actors::gateway::auth::digest_of(k);
+    std::fs::write(&keys, format!("# tenants\n{} ALPHA\n{} BETA\n", digest("key-alpha"), digest("key-beta"))).unwrap();
+    let data = dir.path().join("data");
+    let gateway = Gateway::start(&data, &[("SLEUTH__GATEWAY__API_KEYS_FILE", keys.to_str().unwrap())]);
+    let body = r#"{"query":"Which anime is Luffy in?"}"#;
+
+    let (status, error) = post(&gateway, "/v1/ask", None, body).await;
+    assert_eq!(status, 401, "{error}");
+    let (status, _) = post(&gateway, "/v1/ask", Some("key-gamma"), body).await;
+    assert_eq!(status, 401);
+    let (status, _) = send(&gateway, reqwest::Method::GET, "/v1/models", None).await;
+    assert_eq!(status, 401);
+
+    let (status, reply) = post(&gateway, "/v1/ask", Some("key-alpha"), body).await;
+    assert_eq!(status, 200, "{reply}");
+    let id = reply["request_id"].as_str().unwrap().to_string();
+    let path = format!("/v1/requests/{id}");
+    let (status, _) = send(&gateway, reqwest::Method::GET, &path, Some("key-alpha")).await;
+    assert_eq!(status, 200, "alpha reads its own request");
+    let (status, body_of_beta) = send(&gateway, reqwest::Method::GET, &path, Some("key-beta")).await;
+    assert_eq!(status, 404, "beta must not see alpha's request: {body_of_beta}");
+    let (status, _) = send(&gateway, reqwest::Method::DELETE, &path, Some("key-beta")).await;
+    assert_eq!(status, 404, "beta must not cancel alpha's request");
+
+    // Beta re-sending alpha's request id is refused, and alpha's request is left as it was.
+    let resend = json!({ "query": "Which anime is Luffy in?", "request_id": id }).to_string();
+    let (status, refused) = post(&gateway, "/v1/ask", Some("key-beta"), &resend).await;
+    assert_ne!(status, 200, "{refused}");
+    let (_, state) = send(&gateway, reqwest::Method::GET, &path, Some("key-alpha")).await;
+    assert_eq!(state["outcome"]["answer"]["short_answer"]["text"], "One Piece", "{state}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_that_goes_away_cancels_its_request() {
+    let dir = tempfile::tempdir().unwrap();
+    // Every stage waits 1.5 s, so the request is still running when the client leaves.
+    let gateway = Gateway::start(dir.path(), &[("SLEUTH__DEBUG__STAGE_DELAY_MS", "1500")]);
+    let id = uuid::Uuid::now_v7();
+    let body = json!({ "query": "Which anime is Luffy in?", "request_id": id, "timeout_ms": 60000 }).to_string();
+    let response = post_stream(&gateway, None, &body).await;
+    let mut stream = response.bytes_stream();
+    let first = tokio::time::timeout(Duration::from_secs(30), stream.next()).await.expect("a first event");
+    assert!(String::from_utf8_lossy(&first.expect("bytes").expect("bytes")).contains("accepted"));
+    drop(stream);
+
+    let path = format!("/v1/requests/{id}");
+    let mut last = Value::Null;
+    for _ in 0..100 {
+        let (_, state) = send(&gateway, reqwest::Method::GET, &path, None).await;
+        if !state["outcome"].is_null() {
+            last = state;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(last["outcome"]["answer"]["termination_reason"], "cancelled", "the request was not cancelled: {last}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_openai_python_client_works_unchanged_but_for_base_url() {
+    let dir = tempfile::tempdir().unwrap();
+    let gateway = Gateway::start(dir.path(), &[]);
+    let args =
+        vec![gateway.url("/v1"), "unused-on-loopback".into(), "Which anime is Luffy in?".into(), "One Piece".into()];
+    let seen = run_client("openai_chat.py", args, vec![]).await;
+    assert_eq!(seen["models"], json!(["sleuth"]));
+    assert!(seen["citations"].as_u64().unwrap() >= 1 && seen["stream_citations"].as_u64().unwrap() >= 1, "{seen}");
+}
+
+/// The test's Python, which must have `module`; a clear failure otherwise.
+fn python_with(module: &str) -> String {
+    let python = std::env::var("SLEUTH_TEST_PYTHON").unwrap_or_else(|_| "python3".into());
+    let has = Command::new(&python).args(["-c", &format!("import {module}")]).status().is_ok_and(|s| s.success());
+    assert!(
+        has,
+        "the `{module}` Python package is missing for {python}: `python3 -m venv V && V/bin/pip install openai mcp`, \
+         then set SLEUTH_TEST_PYTHON=V/bin/python (.ci/run does this)"
+    );
+    python
+}
+
+/// Runs a client script from `tests/clients` with `args` (and `env`); returns the JSON line it printed.
+async fn run_client(script: &str, args: Vec<String>, env: Vec<(String, String)>) -> Value {
+    let python = python_with(if script.starts_with("mcp") { "mcp" } else { "openai" });
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("clients").join(script);
+    let out = tokio::task::spawn_blocking(move || {
+        Command::new(python).arg(&script).args(&args).envs(env).output().expect("run the client")
+    })
+    .await
+    .unwrap();
+    let (stdout, stderr) = (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert!(out.status.success(), "the client failed:\n{stdout}\n{stderr}");
+    serde_json::from_str(stdout.lines().last().unwrap_or_default()).expect("the client's JSON line")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_mcp_python_client_searches_fetches_and_asks_over_http_and_stdio() {
+    let dir = tempfile::tempdir().unwrap();
+    let gateway = Gateway::start(&dir.path().join("http"), &[]);
+    let question = "Which anime is Luffy in?".to_string();
+    let args = vec!["http".into(), gateway.url("/mcp"), question.clone(), "One Piece".into()];
+    let seen = run_client("mcp_session.py", args, vec![]).await;
+    assert_eq!(seen["short_answer"], "One Piece", "{seen}");
+    assert_eq!(seen["tools"], json!(["ask", "fetch", "search"]), "{seen}");
+    drop(gateway);
+
+    // stdio: the client starts `sleuth mcp` itself, embedded on its own copy of the demo data.
+    let data = dir.path().join("stdio");
+    sleuth_tests::seeded::seed_data_dir(&data);
+    let args = vec!["stdio".into(), sleuth_bin().display().to_string(), question, "One Piece".into()];
+    let env = vec![
+        ("SLEUTH__DATA_DIR".to_string(), data.display().to_string()),
+        ("SLEUTH__NATS__URL".to_string(), String::new()),
+        ("NATS_URL".to_string(), String::new()),
+    ];
+    let seen = run_client("mcp_session.py", args, env).await;
+    assert_eq!(seen["short_answer"], "One Piece", "{seen}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn on_nats_the_gateway_stage_asks_the_cluster_as_the_keys_tenant() {
+    use sleuth_tests::{
+        nats,
+        process::{Deployment, ServeProcess, run_cli},
+    };
+    // The deploy accounts: the stages as `sleuth`, the gateway as its own user `gateway`, `sleuth ask` as `client`.
+    let server = nats::with_accounts();
+    let dir = tempfile::tempdir().unwrap();
+    let mut deployment = Deployment::seeded(&server.url, "gateway", dir.path());
+    deployment.prefix = "sleuth.v1".into();
+    deployment.suffix = String::new();
+    let admin = nats::url_as(&server, "admin");
+    let setup = run_cli(&deployment, &["setup"], &[("SLEUTH__NATS__URL", &admin)]);
+    assert!(setup.status.success(), "sleuth setup as admin: {}", String::from_utf8_lossy(&setup.stderr));
+    let keys = dir.path().join("keys");
+    let digest = |k: &str| sleuth_actors::gateway::auth::digest_of(k);
+    std::fs::write(&keys, format!("{} ALPHA\n{} BETA\n", digest("key-alpha"), digest("key-beta"))).unwrap();
+    let addr = format!("127.0.0.1:{}", sleuth_tests::free_port());
+    let stages = "intake,planner,retrieve,graph,grader,synthesizer";
+    let _stages = ServeProcess::start(&deployment, stages, &[("SLEUTH__NATS__URL", &nats::url_as(&server, "sleuth"))]);
+    let as_gateway = nats::url_as(&server, "gateway");
+    let env = [
+        ("SLEUTH__NATS__URL", as_gateway.as_str()),
+        ("SLEUTH__GATEWAY__HTTP_ADDR", addr.as_str()),
+        ("SLEUTH__GATEWAY__API_KEYS_FILE", keys.to_str().unwrap()),
+    ];
+    let _gateway = ServeProcess::start(&deployment, "gateway", &env);
+    let gateway = Gateway { child: Command::new("true").spawn().unwrap(), base: format!("http://{addr}") };
+
+    let (status, reply) = post(&gateway, "/v1/ask", Some("key-alpha"), r#"{"query":"Which anime is Luffy in?"}"#).await;
+    assert_eq!(status, 200, "{reply}");
+    // The same answer as `sleuth ask` through the cluster.
+    let as_client = nats::url_as(&server, "client");
+    let cli =
+        run_cli(&deployment, &["ask", "--json", "Which anime is Luffy in?"], &[("SLEUTH__NATS__URL", &as_client)]);
+    let direct: Value = serde_json::from_slice(&cli.stdout).expect("sleuth ask --json");
+    assert_eq!(short_answer(&reply), "One Piece", "{reply}");
+    assert_eq!(short_answer(&reply), short_answer(&direct));
+
+    // The loop state on NATS names the key's tenant as its owner; the other tenant does not see it.
+    let id: uuid::Uuid = reply["request_id"].as_str().unwrap().parse().unwrap();
+    let mut config = deployment.config();
+    config.nats.url = Some(admin);
+    let state = sleuth_tests::stored_state(&config, id).await.expect("the request's state");
+    assert_eq!(state.owner, Some(sleuth_messages::Principal::tenant("ALPHA")));
+    let path = format!("/v1/requests/{id}");
+    let (status, body) = send(&gateway, reqwest::Method::GET, &path, Some("key-alpha")).await;
+    assert_eq!(status, 200, "{body}");
+    let (status, _) = send(&gateway, reqwest::Method::GET, &path, Some("key-beta")).await;
+    assert_eq!(status, 404);
+
+    // The SSE stream through NATS ends with the final event too.
+    let response = post_stream(&gateway, Some("key-beta"), r#"{"query":"Which anime is Luffy in?"}"#).await;
+    let events = sse_events(&response.text().await.expect("the stream ends"));
+    assert_eq!(events.last().map(|(e, _)| e.as_str()), Some("final"), "{events:?}");
+    server.assert_no_violations_but(&[]);
+}
