@@ -179,8 +179,8 @@ fn parse_stages(names: &[String]) -> anyhow::Result<Serving> {
         .map(|n| {
             let stage = Stage::parse(n.trim()).with_context(|| {
                 format!(
-                    "unknown stage '{n}', expected one of intake, planner, retrieve, graph, grader, synthesizer, gateway \
-                     or all"
+                    "unknown stage '{n}', expected one of intake, planner, retrieve, graph, grader, synthesizer, \
+                     gateway or all"
                 )
             })?;
             anyhow::ensure!(node::ALL_STAGES.contains(&stage), "the {stage} stage is not available yet");

@@ -6,7 +6,7 @@ use serde::{Deserialize, Serialize};
 use crate::step::ClarifyingQuestion;
 
 /// What a client sends to `sleuth.v1.ask`. Only `query` is required, so `{"query":"..."}` works from the `nats` CLI.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct AskRequest {
     pub query: String,
     /// A client-chosen id (UUIDv7 recommended). Re-sending the same id does not start a second request,
@@ -40,7 +40,7 @@ impl AskRequest {
 }
 
 /// The classifier's query types (seed 001).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum QueryType {
     Factual,
@@ -53,7 +53,7 @@ pub enum QueryType {
 }
 
 /// Which path a question takes (seed 001 routing thresholds 0.35 / 0.55).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Route {
     Fast,
@@ -63,7 +63,7 @@ pub enum Route {
 }
 
 /// Every factor of the complexity score, so a routing decision can be explained (seed 001 §1).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct ComplexityScore {
     #[serde(deserialize_with = "crate::finite::f32")]
     pub score: f32,
@@ -86,7 +86,7 @@ pub struct ComplexityScore {
 /// How much each retriever counts for a question (seed 001 §3): the document index and the entity graph. A
 /// retriever under [`RetrieverWeights::SKIP_BELOW`] is not run; a retriever whose results come back with low
 /// confidence hands [`RetrieverWeights::SHIFT`] of its weight to the other.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct RetrieverWeights {
     #[serde(deserialize_with = "crate::finite::f32")]
     pub vector: f32,
@@ -124,7 +124,7 @@ impl Default for RetrieverWeights {
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct QueryAnalysis {
     /// The query after normalisation (white space, control characters).
     pub normalized: String,

@@ -1,10 +1,11 @@
 //! [`Degradation`]: a backend that failed while a request ran, and what the loop used instead (seed 002's error
 //! tiers). Recorded in the loop state as it happens and copied into the answer, so a degraded answer says so.
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 /// The backends a request depends on.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Backend {
     /// The vector index (qdrant-edge or a Qdrant server).
@@ -41,7 +42,7 @@ impl Backend {
 /// Most degradations one request records: one per backend is what matters, the bound keeps the state small.
 pub const MAX_DEGRADATIONS: usize = 8;
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct Degradation {
     pub backend: Backend,
     /// Why: the backend's last error, or that its circuit is open.

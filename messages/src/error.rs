@@ -1,9 +1,10 @@
 //! [`ErrorResponse`]: the typed error every stage and endpoint answers with instead of panicking (seed 002 §5.4).
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum ErrorKind {
     /// Well-formed but semantically invalid input (empty query, bad filter).
@@ -24,7 +25,7 @@ pub enum ErrorKind {
     Internal,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct ErrorResponse {
     #[serde(rename = "type")]
     pub kind: ErrorKind,

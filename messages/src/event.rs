@@ -1,11 +1,12 @@
 //! Progress [`Event`]s published to `sleuth.v1.events.<request_id>`, ending with exactly one `final`.
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
 use crate::{analysis::QueryAnalysis, loop_state::AskReply, report::SufficiencyReport, step::NextStep};
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum EventKind {
     Accepted,
@@ -27,7 +28,7 @@ impl EventKind {
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum EventBody {
     Accepted(QueryAnalysis),
@@ -41,7 +42,7 @@ pub enum EventBody {
     Final(AskReply),
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Event {
     pub request_id: Uuid,
     pub turn: u32,

@@ -2,6 +2,7 @@
 //! (`sleuth.v1.search`), [`HydrateRequest`] fetches many entities by id in one query (`sleuth.v1.hydrate`), the
 //! batched loader a backend needs. Both answer with an [`EntitiesReply`] and never enter the agent loop.
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::{JsonMap, error::ErrorResponse, intent::EntityRef, intent::EntityType};
@@ -12,7 +13,7 @@ pub const MAX_SEARCH_CHARS: usize = 200;
 pub const MAX_HYDRATE_IDS: usize = 1_000;
 
 /// Typeahead: entities whose name or alias starts with (or resembles) `text`, most popular first.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct SearchRequest {
     pub text: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -23,13 +24,13 @@ pub struct SearchRequest {
 }
 
 /// Batched lookup by id; unknown ids are left out of the reply.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct HydrateRequest {
     pub ids: Vec<EntityRef>,
 }
 
 /// One entity as the lanes return it.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct EntityRecord {
     pub entity: EntityRef,
     pub name: String,
@@ -43,7 +44,7 @@ pub struct EntityRecord {
 }
 
 /// The answer of either lane: the entities, or why the request was refused.
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
 pub struct EntitiesReply {
     #[serde(default)]
     pub entities: Vec<EntityRecord>,

@@ -3,6 +3,7 @@
 //! It is a wire type because it is serialised into the store; the transitions that change it live in the
 //! actors crate (`machine/`), as plain functions.
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
@@ -73,7 +74,7 @@ fn is_false(b: &bool) -> bool {
 }
 
 /// Where the loop is. `next_messages` in the actors crate derives what to publish from this alone.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Phase {
     /// Waiting for the planner to decide turn `turn`.
@@ -146,7 +147,7 @@ impl Card {
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Outcome {
     Answer(AgentResponse),
@@ -205,7 +206,7 @@ pub struct LoopState {
 }
 
 /// One turn, summarised for clients: what was done and what the grader said.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct TurnBrief {
     pub turn: u32,
     pub rationale: String,
@@ -219,7 +220,7 @@ pub struct TurnBrief {
 }
 
 /// The reply to `sleuth.v1.ask` and the payload of the `final` event.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct AskReply {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub request_id: Option<Uuid>,
@@ -240,7 +241,7 @@ pub struct AskReply {
 
 /// A request's LLM spend as the client sees it: completions, tokens, and how many replies had to be repaired or
 /// were replaced by the deterministic agent.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct LlmSpend {
     pub calls: u32,
     pub input_tokens: u32,

@@ -1,11 +1,12 @@
 //! The final answer: [`AgentResponse`] with checked [`Citation`]s and its [`TerminationReason`] (seed 000 §2 C, seed 002 §11).
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::{JsonMap, intent::EntityRef};
 
 /// Why the loop stopped. Every answer carries one, so a capped run is never mistaken for a confident one.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum TerminationReason {
     /// The grader judged the evidence sufficient.
@@ -59,7 +60,7 @@ impl TerminationReason {
 }
 
 /// What a question asks for, and so what shape its short answer has.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum AnswerKind {
     Person,
@@ -93,7 +94,7 @@ impl AnswerKind {
 
 /// The short answer a reply leads with: `text` as read from the evidence, and the `[n]` of the response's
 /// citations that support it (never empty: an answer nothing supports is not given).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct ShortAnswer {
     pub text: String,
     pub kind: AnswerKind,
@@ -102,7 +103,7 @@ pub struct ShortAnswer {
 
 /// `[n]` in the answer is the `n`-th source it cites, numbered by first appearance; `card` is the number of the
 /// loop state's card it names. Both are checked, never trusted.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Citation {
     pub n: u32,
     pub hit_id: String,
@@ -113,7 +114,7 @@ pub struct Citation {
     pub card: u32,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct AgentResponse {
     /// The whole reply: the short answer first when there is one, then its supporting sentences, each cited.
     pub answer: String,

@@ -272,24 +272,32 @@ fn python_with(module: &str) -> String {
     let has = Command::new(&python).args(["-c", &format!("import {module}")]).status().is_ok_and(|s| s.success());
     assert!(
         has,
-        "the `{module}` Python package is missing for {python}: `python3 -m venv V && V/bin/pip install openai mcp`, \
-         then set SLEUTH_TEST_PYTHON=V/bin/python (.ci/run does this)"
+        "the `{module}` Python package is missing for {python}: `python3 -m venv V && V/bin/pip install openai mcp \
+         schemathesis`, then set SLEUTH_TEST_PYTHON=V/bin/python (.ci/run does this)"
     );
     python
+}
+
+/// Runs `command` to its end off the test's runtime; fails with its output unless it succeeded. Its stdout.
+async fn run_ok(mut command: Command, what: &'static str) -> String {
+    let out = tokio::task::spawn_blocking(move || command.output()).await.unwrap();
+    let out = out.unwrap_or_else(|e| panic!("cannot run {what}: {e}"));
+    let (stdout, stderr) = (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert!(out.status.success(), "{what} failed:\n{stdout}\n{stderr}");
+    stdout.into_owned()
+}
+
+/// The JSON line a client printed last.
+fn last_json(stdout: &str) -> Value {
+    serde_json::from_str(stdout.lines().last().unwrap_or_default()).expect("the client's JSON line")
 }
 
 /// Runs a client script from `tests/clients` with `args` (and `env`); returns the JSON line it printed.
 async fn run_client(script: &str, args: Vec<String>, env: Vec<(String, String)>) -> Value {
     let python = python_with(if script.starts_with("mcp") { "mcp" } else { "openai" });
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("clients").join(script);
-    let out = tokio::task::spawn_blocking(move || {
-        Command::new(python).arg(&script).args(&args).envs(env).output().expect("run the client")
-    })
-    .await
-    .unwrap();
-    let (stdout, stderr) = (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
-    assert!(out.status.success(), "the client failed:\n{stdout}\n{stderr}");
-    serde_json::from_str(stdout.lines().last().unwrap_or_default()).expect("the client's JSON line")
+    let mut command = Command::new(python);
+    command.arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("clients").join(script)).args(&args).envs(env);
+    last_json(&run_ok(command, "the client").await)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -373,4 +381,125 @@ async fn on_nats_the_gateway_stage_asks_the_cluster_as_the_keys_tenant() {
     let events = sse_events(&response.text().await.expect("the stream ends"));
     assert_eq!(events.last().map(|(e, _)| e.as_str()), Some("final"), "{events:?}");
     server.assert_no_violations_but(&[]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_page_asks_shows_the_steps_and_opens_a_cited_passage_in_chromium() {
+    let chromium = std::env::var("SLEUTH_TEST_CHROMIUM").unwrap_or_else(|_| "/usr/bin/chromium".into());
+    let modules = std::env::var("SLEUTH_TEST_NODE_MODULES").unwrap_or_default();
+    let usable = Path::new(&chromium).exists()
+        && Command::new("node")
+            .args(["-e", "require('playwright-core')"])
+            .env("NODE_PATH", &modules)
+            .status()
+            .is_ok_and(|s| s.success());
+    assert!(
+        usable,
+        "the page test needs Chromium at {chromium} (`apt-get install chromium`, or SLEUTH_TEST_CHROMIUM) and node \
+         with playwright-core (`npm install playwright-core` in a directory D, then \
+         SLEUTH_TEST_NODE_MODULES=D/node_modules); .ci/run does both"
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let gateway = Gateway::start(dir.path(), &[]);
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("clients/page.cjs");
+    let screenshot = Path::new(env!("CARGO_TARGET_TMPDIR")).join("gateway-page.png");
+    let (url, shot) = (gateway.url("/"), screenshot.display().to_string());
+    let mut node = Command::new("node");
+    node.arg(script)
+        .args([url.as_str(), "Which anime is Luffy in?", "One Piece", shot.as_str()])
+        .env("NODE_PATH", modules)
+        .env("CHROMIUM", chromium);
+    let seen = last_json(&run_ok(node, "the page test").await);
+    println!("page screenshot: {} ({seen})", screenshot.display());
+    assert!(seen["short"].as_str().unwrap_or_default().contains("One Piece"), "{seen}");
+    let steps: Vec<&str> = seen["steps"].as_array().unwrap().iter().filter_map(Value::as_str).collect();
+    assert!(steps.first().is_some_and(|s| s.starts_with("accepted")), "{steps:?}");
+    assert!(steps.last().is_some_and(|s| s.starts_with("final")), "{steps:?}");
+    assert!(seen["passage"].as_str().unwrap_or_default().contains("Luffy"), "{seen}");
+    assert!(seen["meta"].as_str().unwrap_or_default().contains("route"), "{seen}");
+    assert_eq!(seen["errors"], json!([]), "the page threw: {seen}");
+    assert!(screenshot.exists());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn schemathesis_finds_no_server_error_and_no_response_off_the_openapi_document() {
+    let python = python_with("schemathesis");
+    let dir = tempfile::tempdir().unwrap();
+    let gateway = Gateway::start(dir.path(), &[]);
+    let (status, document) = send(&gateway, reqwest::Method::GET, "/openapi.json", None).await;
+    assert_eq!(status, 200);
+    for path in ["/v1/ask", "/v1/requests/{id}", "/v1/chat/completions", "/v1/models"] {
+        assert!(document["paths"][path].is_object(), "{path} is not in the document");
+    }
+    assert!(document["components"]["schemas"]["AskReply"].is_object(), "AskReply's schema is missing");
+    let url = gateway.url("/openapi.json");
+    let checks = "not_a_server_error,status_code_conformance,content_type_conformance,response_schema_conformance";
+    let mut schemathesis = Command::new(python);
+    schemathesis.args(["-m", "schemathesis.cli", "run", &url, "--checks", checks, "-n", "25", "--seed", "7"]).args([
+        "--request-timeout",
+        "60",
+        "--no-color",
+    ]);
+    let stdout = run_ok(schemathesis, "schemathesis").await;
+    println!("{}", stdout.lines().rev().take(12).collect::<Vec<_>>().into_iter().rev().collect::<Vec<_>>().join("\n"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_fast_lanes_and_ingestion_over_http() {
+    let dir = tempfile::tempdir().unwrap();
+    let gateway = Gateway::start(dir.path(), &[]);
+
+    let (status, found) = post(&gateway, "/v1/search", None, r#"{"text":"Luf","limit":5}"#).await;
+    assert_eq!(status, 200, "{found}");
+    let luffy = found["entities"]
+        .as_array()
+        .and_then(|all| all.iter().find(|e| e["name"] == "Monkey D. Luffy"))
+        .unwrap_or_else(|| panic!("no Luffy in {found}"))
+        .clone();
+    let body = json!({ "ids": [luffy["entity"]] }).to_string();
+    let (status, hydrated) = post(&gateway, "/v1/hydrate", None, &body).await;
+    assert_eq!(status, 200, "{hydrated}");
+    assert_eq!(hydrated["entities"][0]["name"], "Monkey D. Luffy", "{hydrated}");
+
+    // A new document is searchable at once, and gone once deleted.
+    let doc = json!({ "documents": [{
+        "id": "zorblax-1",
+        "title": "Zorblax",
+        "text": "The zorblax is a luminous eight-legged creature that lives in the caves of Quenfir.",
+    }]});
+    let (status, ingested) = post(&gateway, "/v1/documents", None, &doc.to_string()).await;
+    assert_eq!(status, 201, "{ingested}");
+    assert_eq!(ingested["documents"], 1, "{ingested}");
+    let (status, reply) = post(&gateway, "/v1/ask", None, r#"{"query":"Where does the zorblax live?"}"#).await;
+    assert_eq!(status, 200, "{reply}");
+    let cited: Vec<&str> = reply["outcome"]["answer"]["citations"]
+        .as_array()
+        .map(|c| c.iter().filter_map(|c| c["doc_id"].as_str()).collect())
+        .unwrap_or_default();
+    assert!(cited.contains(&"zorblax-1"), "the new document is not cited: {reply}");
+    let (status, _) = send(&gateway, reqwest::Method::DELETE, "/v1/documents/zorblax-1", None).await;
+    assert_eq!(status, 200);
+    let (status, _) = send(&gateway, reqwest::Method::DELETE, "/v1/documents/zorblax-1", None).await;
+    assert_eq!(status, 404);
+    let (status, error) = post(&gateway, "/v1/documents", None, r#"{"documents":[{"id":"x"}]}"#).await;
+    assert_eq!(status, 422, "a document without text: {error}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn only_the_ingest_tenants_may_change_the_shared_documents() {
+    let dir = tempfile::tempdir().unwrap();
+    let keys = dir.path().join("keys");
+    let digest = |k: &str| sleuth_actors::gateway::auth::digest_of(k);
+    std::fs::write(&keys, format!("{} ALPHA\n{} OPS\n", digest("key-alpha"), digest("key-ops"))).unwrap();
+    let gateway = Gateway::start(
+        &dir.path().join("data"),
+        &[("SLEUTH__GATEWAY__API_KEYS_FILE", keys.to_str().unwrap()), ("SLEUTH__GATEWAY__INGEST_TENANTS", "[OPS]")],
+    );
+    let doc = r#"{"documents":[{"id":"ops-1","text":"Maintenance window on Sunday."}]}"#;
+    let (status, error) = post(&gateway, "/v1/documents", Some("key-alpha"), doc).await;
+    assert_eq!(status, 403, "{error}");
+    let (status, _) = send(&gateway, reqwest::Method::DELETE, "/v1/documents/ops-1", Some("key-alpha")).await;
+    assert_eq!(status, 403);
+    let (status, ingested) = post(&gateway, "/v1/documents", Some("key-ops"), doc).await;
+    assert_eq!(status, 201, "{ingested}");
 }

@@ -25,6 +25,10 @@ pub struct GatewayConfig {
     pub allow_without_keys: bool,
     /// A file of more keys, one `<sha256 hex> <tenant>` per line (`#` starts a comment), e.g. a mounted secret.
     pub api_keys_file: Option<std::path::PathBuf>,
+    /// Tenants whose keys may add and delete documents (`POST`/`DELETE /v1/documents`). Documents are shared by
+    /// every tenant until per-document access exists, so by default only the deployment's own caller (no key, on
+    /// loopback) may change them.
+    pub ingest_tenants: Vec<String>,
     /// The largest request body, in bytes.
     pub max_body_bytes: usize,
     /// Event streams (SSE) one principal may hold open at once.
@@ -43,6 +47,7 @@ impl Default for GatewayConfig {
             api_keys: Vec::new(),
             allow_without_keys: false,
             api_keys_file: None,
+            ingest_tenants: Vec::new(),
             max_body_bytes: 256 * 1024,
             max_streams_per_principal: 16,
             model_name: "sleuth".into(),

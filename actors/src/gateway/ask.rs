@@ -5,7 +5,10 @@ use std::{convert::Infallible, sync::Arc};
 
 use axum::{
     Json,
-    extract::{Path, State, rejection::JsonRejection},
+    extract::{
+        Path, State,
+        rejection::{JsonRejection, PathRejection},
+    },
     http::{HeaderMap, StatusCode, header},
     response::{
         IntoResponse, Response,
@@ -13,18 +16,19 @@ use axum::{
     },
 };
 use futures::Stream;
-use serde::Deserialize;
-use sleuth_messages::{AskRequest, EventBody, Outcome, Principal};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use sleuth_messages::{AskRequest, EventBody, Outcome, Phase, Principal, Route};
 
 use super::{
     App,
     cite::cited,
-    error::{ApiError, status_of},
+    error::ApiError,
     run::{Run, StreamSlot},
 };
 
 /// The body of `POST /v1/ask`: the protocol's `AskRequest`, with unknown fields refused.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct AskBody {
     /// The question.
@@ -73,11 +77,10 @@ pub async fn ask(
     }
     let mut run = Run::start(&app.engine, request, by, app.trace());
     let reply = run.reply().await?;
-    let status = match &reply.outcome {
-        Outcome::Answer(_) => StatusCode::OK,
-        Outcome::Error(e) => status_of(e.kind),
-    };
-    Ok((status, Json(reply)).into_response())
+    match &reply.outcome {
+        Outcome::Answer(_) => Ok(Json(reply).into_response()),
+        Outcome::Error(e) => Err(ApiError::from(e.clone().for_request(run.request_id))),
+    }
 }
 
 /// The run's events as SSE, `event:` its kind and `data:` the protocol's `Event` as JSON, ending with `final`
@@ -115,31 +118,65 @@ fn events(run: Run, slot: StreamSlot) -> impl Stream<Item = Result<SseEvent, Inf
 pub async fn status(
     State(app): State<Arc<App>>,
     headers: HeaderMap,
-    Path(request_id): Path<uuid::Uuid>,
+    id: Result<Path<uuid::Uuid>, PathRejection>,
 ) -> Result<Response, ApiError> {
+    let Path(request_id) = id.map_err(ApiError::path)?;
     let state = owned_state(&app, &headers, request_id).await?;
     let citations = match &state.outcome {
         Some(Outcome::Answer(answer)) => cited(answer, Some(&state)),
         _ => Vec::new(),
     };
-    let body = serde_json::json!({
-        "request_id": state.request_id,
-        "phase": state.phase,
-        "turn": state.turn,
-        "route": state.analysis.route,
-        "created_ms": state.created_ms,
-        "deadline_ms": state.deadline_ms,
-        "finished_ms": state.finished_ms,
-        "outcome": state.outcome,
-        "citations": citations,
-        "trace_url": trace_url(app.engine.config(), state.traceparent.as_deref()),
-        "turns": state.turns.iter().map(|t| serde_json::json!({
-            "turn": t.turn,
-            "actions": t.step.actions.iter().map(|a| a.describe()).collect::<Vec<_>>(),
-            "sufficient": t.report.as_ref().map(|r| r.sufficient),
-        })).collect::<Vec<_>>(),
-    });
-    Ok(Json(body).into_response())
+    let turns = state
+        .turns
+        .iter()
+        .map(|t| TurnStatus {
+            turn: t.turn,
+            actions: t.step.actions.iter().map(|a| a.describe()).collect(),
+            sufficient: t.report.as_ref().map(|r| r.sufficient),
+        })
+        .collect();
+    Ok(Json(RequestStatus {
+        request_id: state.request_id,
+        phase: state.phase,
+        turn: state.turn,
+        route: state.analysis.route,
+        created_ms: state.created_ms,
+        deadline_ms: state.deadline_ms,
+        finished_ms: state.finished_ms,
+        trace_url: trace_url(app.engine.config(), state.traceparent.as_deref()),
+        outcome: state.outcome,
+        citations,
+        turns,
+    })
+    .into_response())
+}
+
+/// The body of `GET /v1/requests/{id}`.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct RequestStatus {
+    pub request_id: uuid::Uuid,
+    pub phase: Phase,
+    /// The current turn (1-based).
+    pub turn: u32,
+    pub route: Route,
+    pub created_ms: u64,
+    pub deadline_ms: u64,
+    pub finished_ms: Option<u64>,
+    /// The request's trace in the trace UI, when `gateway.trace_url` is set.
+    pub trace_url: Option<String>,
+    /// The reply, once the request ended.
+    pub outcome: Option<Outcome>,
+    /// The answer's citations with the passages they cite.
+    pub citations: Vec<super::cite::Cited>,
+    pub turns: Vec<TurnStatus>,
+}
+
+/// One turn of a request: what it did and whether the evidence was then sufficient.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct TurnStatus {
+    pub turn: u32,
+    pub actions: Vec<String>,
+    pub sufficient: Option<bool>,
 }
 
 /// The trace UI's page of the request's trace, when `gateway.trace_url` names one.
@@ -154,16 +191,23 @@ fn trace_url(config: &crate::config::Config, traceparent: Option<&str>) -> Optio
 pub async fn cancel(
     State(app): State<Arc<App>>,
     headers: HeaderMap,
-    Path(request_id): Path<uuid::Uuid>,
+    id: Result<Path<uuid::Uuid>, PathRejection>,
 ) -> Result<Response, ApiError> {
+    let Path(request_id) = id.map_err(ApiError::path)?;
     let state = owned_state(&app, &headers, request_id).await?;
     if state.outcome.is_some() {
         let message = format!("request {request_id} has already ended");
         return Err(ApiError::new(StatusCode::CONFLICT, sleuth_messages::ErrorKind::InvalidInput, message));
     }
     app.engine.cancel(request_id).await?;
-    let body = serde_json::json!({ "request_id": request_id, "cancelled": true });
-    Ok((StatusCode::ACCEPTED, Json(body)).into_response())
+    Ok((StatusCode::ACCEPTED, Json(Cancelled { request_id, cancelled: true })).into_response())
+}
+
+/// The body of `DELETE /v1/requests/{id}`: the cancellation was sent.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct Cancelled {
+    pub request_id: uuid::Uuid,
+    pub cancelled: bool,
 }
 
 /// The loop state of a request, when the caller may see it.

@@ -1,12 +1,11 @@
 //! [`Cited`]: an answer's citation with the passage it cites, as the gateway's clients get it (the chat
 //! completion's `citations`, the MCP `ask` tool, a request's status, the page).
 
-use rmcp::schemars::JsonSchema;
+use schemars::JsonSchema;
 use serde::Serialize;
 use sleuth_messages::{AgentResponse, JsonMap, LoopState};
 
 #[derive(Debug, Clone, Serialize, JsonSchema)]
-#[schemars(crate = "rmcp::schemars")]
 pub struct Cited {
     /// The `[n]` marker in the answer.
     pub n: u32,

@@ -4,7 +4,8 @@
 use std::{sync::Arc, time::Duration};
 
 use sleuth_messages::{
-    AskReply, AskRequest, ErrorKind, ErrorResponse, Event, Hit, JsonMap, LoopState, Principal, subjects::Subjects,
+    AskReply, AskRequest, EntitiesReply, ErrorKind, ErrorResponse, Event, Hit, HydrateRequest, JsonMap, LoopState,
+    Principal, SearchRequest, subjects::Subjects,
 };
 use tokio::sync::{OnceCell, mpsc};
 
@@ -13,7 +14,7 @@ use crate::{
     config::Config,
     node::Node,
     retrieval::Retriever,
-    store::{StateStore, nats_kv::KvStore},
+    store::{IndexGeneration, StateStore, nats_kv::KvStore},
     telemetry::TraceHeaders,
 };
 
@@ -161,5 +162,76 @@ impl Engine {
         filter.insert("doc_id".into(), doc_id.into());
         let filter = index.parse_filter(&filter).map_err(|e| ErrorResponse::new(ErrorKind::InvalidInput, e))?;
         index.fetch(&filter, 1_000).await.map_err(|e| unavailable(format!("{e:#}")))
+    }
+
+    /// The typeahead lane (`sleuth.v1.search`): entities by name or alias prefix.
+    pub async fn search_entities(&self, request: SearchRequest) -> Result<EntitiesReply, ErrorResponse> {
+        match self {
+            Engine::Embedded(node) => Ok(entities(match &node.graph {
+                Some(graph) => crate::runtime::lanes::search(graph.clone(), request).await,
+                None => Err(unavailable("this process has no graph open")),
+            })),
+            Engine::Nats(nats) => nats.lane(nats.subjects.search(), &request).await,
+        }
+    }
+
+    /// The hydrate lane (`sleuth.v1.hydrate`): entities by id, unknown ids left out.
+    pub async fn hydrate(&self, request: HydrateRequest) -> Result<EntitiesReply, ErrorResponse> {
+        match self {
+            Engine::Embedded(node) => Ok(entities(match &node.graph {
+                Some(graph) => crate::runtime::lanes::hydrate(graph.clone(), request).await,
+                None => Err(unavailable("this process has no graph open")),
+            })),
+            Engine::Nats(nats) => nats.lane(nats.subjects.hydrate(), &request).await,
+        }
+    }
+
+    /// Adds (or replaces) documents in the index, then moves the index generation so every retrieval cache of
+    /// the deployment forgets what the old index answered.
+    pub async fn ingest(&self, docs: Vec<crate::ingest::Document>) -> Result<String, ErrorResponse> {
+        let index = self.index().await?;
+        let summary = crate::ingest::ingest(index, docs, false).await.map_err(|e| unavailable(format!("{e:#}")))?;
+        self.index_changed().await?;
+        Ok(summary.to_string())
+    }
+
+    /// Deletes documents by id; how many of them were in the index.
+    pub async fn delete_documents(&self, ids: &[String]) -> Result<usize, ErrorResponse> {
+        let index = self.index().await?;
+        let existed = crate::ingest::target::delete(index, ids).await.map_err(|e| unavailable(format!("{e:#}")))?;
+        self.index_changed().await?;
+        Ok(existed)
+    }
+
+    async fn index_changed(&self) -> Result<(), ErrorResponse> {
+        match self {
+            Engine::Embedded(node) => node.ctx.generation.bump().await.map(|_| ()).map_err(unavailable),
+            Engine::Nats(nats) => {
+                let js = async_nats::jetstream::new(nats.client.clone());
+                let generation = IndexGeneration::on_nats(&js, &nats.subjects, nats.config.nats.replicas)
+                    .await
+                    .map_err(unavailable)?;
+                generation.bump().await.map(|_| ()).map_err(unavailable)
+            }
+        }
+    }
+}
+
+fn entities(found: Result<Vec<sleuth_messages::EntityRecord>, ErrorResponse>) -> EntitiesReply {
+    match found {
+        Ok(entities) => EntitiesReply { entities, error: None },
+        Err(error) => EntitiesReply { entities: vec![], error: Some(error) },
+    }
+}
+
+impl NatsEngine {
+    /// A request to one of the fast lanes, answered by a graph stage.
+    async fn lane<T: serde::Serialize>(&self, subject: String, request: &T) -> Result<EntitiesReply, ErrorResponse> {
+        let body = sleuth_messages::codec::encode(request, sleuth_messages::Encoding::MsgPack)?;
+        let reply = tokio::time::timeout(Duration::from_secs(10), self.client.request(subject.clone(), body.into()))
+            .await
+            .map_err(|_| unavailable(format!("no answer from {subject} within 10 s: is a graph stage running?")))?
+            .map_err(|e| unavailable(format!("{subject}: {e}")))?;
+        Ok(sleuth_messages::codec::decode(&reply.payload)?.0)
     }
 }

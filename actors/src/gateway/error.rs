@@ -2,7 +2,7 @@
 
 use axum::{
     Json,
-    extract::rejection::JsonRejection,
+    extract::rejection::{JsonRejection, PathRejection},
     http::{HeaderValue, StatusCode},
     response::{IntoResponse, Response},
 };
@@ -16,7 +16,7 @@ pub struct ApiError {
 }
 
 /// The HTTP status of an error the loop or intake returned.
-pub fn status_of(kind: ErrorKind) -> StatusCode {
+fn status_of(kind: ErrorKind) -> StatusCode {
     match kind {
         ErrorKind::InvalidInput => StatusCode::UNPROCESSABLE_ENTITY,
         ErrorKind::Malformed | ErrorKind::UnsupportedVersion => StatusCode::BAD_REQUEST,
@@ -51,6 +51,13 @@ impl ApiError {
             ErrorKind::Malformed
         };
         ApiError::new(rejection.status(), kind, rejection.body_text())
+    }
+}
+
+impl ApiError {
+    /// A path parameter that does not parse (a request id that is not a UUID).
+    pub fn path(rejection: PathRejection) -> ApiError {
+        ApiError::new(StatusCode::BAD_REQUEST, ErrorKind::Malformed, rejection.body_text())
     }
 }
 

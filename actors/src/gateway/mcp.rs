@@ -83,6 +83,8 @@ pub struct Answer {
     pub short_answer: Option<String>,
     /// The whole reply, with `[n]` markers naming its citations.
     pub answer: String,
+    /// Each citation: `n` (its `[n]` marker), `id` (for `fetch`), `title`, `text` (the passage), `url`.
+    #[schemars(with = "Vec<serde_json::Value>")]
     pub citations: Vec<Cited>,
     /// Why the loop stopped (`sufficient`, `deadline`, `not_found`, …).
     pub termination_reason: String,
@@ -101,9 +103,10 @@ impl SleuthMcp {
 
     #[tool(
         name = "search",
-        description = "Search the document corpus: returns the passages that best match a query (id, title, text, url), \
-                       best first. Use it to find sources; use `fetch` with a result's id to read the whole document, \
-                       and `ask` instead when you want an answer to a question rather than a list of passages."
+        description = "Search the document corpus: returns the passages that best match a query (id, title, text, \
+                       url), best first. Use it to find sources; use `fetch` with a result's id to read the whole \
+                       document, and `ask` instead when you want an answer to a question rather than a list of \
+                       passages."
     )]
     pub async fn search(&self, Parameters(args): Parameters<SearchArgs>) -> Result<Json<SearchResults>, String> {
         let hits = self.app.engine.search(&args.query, 10).await.map_err(|e| e.message)?;

@@ -10,8 +10,10 @@ pub mod auth;
 mod cite;
 pub mod engine;
 mod error;
+mod lanes;
 pub mod mcp;
 mod openai;
+mod openapi;
 mod run;
 
 use std::{net::SocketAddr, sync::Arc};
@@ -88,8 +90,13 @@ pub fn router(app: Arc<App>) -> Router {
     Router::new()
         .nest("/mcp", mcp)
         .route("/", get(page))
+        .route("/openapi.json", get(openapi_json))
         .route("/v1/ask", post(ask::ask))
         .route("/v1/requests/{id}", get(ask::status).delete(ask::cancel))
+        .route("/v1/search", post(lanes::search))
+        .route("/v1/hydrate", post(lanes::hydrate))
+        .route("/v1/documents", post(lanes::add_documents))
+        .route("/v1/documents/{id}", axum::routing::delete(lanes::delete_document))
         .route("/v1/chat/completions", post(openai::chat))
         .route("/v1/models", get(openai::models))
         .layer(DefaultBodyLimit::max(limit))
@@ -128,6 +135,11 @@ pub async fn serve_stdio(engine: Arc<Engine>) -> anyhow::Result<()> {
 /// `GET /`: a page to ask a question and watch the loop (no build step: the file is in the binary).
 async fn page() -> axum::response::Html<&'static str> {
     axum::response::Html(include_str!("page.html"))
+}
+
+/// `GET /openapi.json`.
+async fn openapi_json(axum::extract::State(app): axum::extract::State<Arc<App>>) -> axum::Json<serde_json::Value> {
+    axum::Json(openapi::document(app.keys.required()))
 }
 
 /// One server span per HTTP request (HTTP semantic conventions), parent of the request's `sleuth.ask`.

@@ -14,7 +14,8 @@ use axum::{
     },
 };
 use futures::{Stream, StreamExt};
-use serde::Deserialize;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 use sleuth_messages::{AskReply, AskRequest, LoopState, Outcome};
@@ -28,7 +29,7 @@ use super::{
 
 /// A chat completion request. Fields of the OpenAI API that do not apply to a retrieval loop (`temperature`,
 /// `n`, `tools`, …) are accepted and ignored, as OpenAI-compatible servers do.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, JsonSchema)]
 pub struct ChatRequest {
     #[serde(default)]
     pub model: Option<String>,
@@ -37,7 +38,7 @@ pub struct ChatRequest {
     pub stream: bool,
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, JsonSchema)]
 pub struct ChatMessage {
     pub role: String,
     #[serde(default)]
@@ -45,14 +46,14 @@ pub struct ChatMessage {
 }
 
 /// A message's content: a string, or parts of which the text ones count.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, JsonSchema)]
 #[serde(untagged)]
 pub enum Content {
     Text(String),
     Parts(Vec<Part>),
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, JsonSchema)]
 pub struct Part {
     #[serde(default)]
     pub text: Option<String>,
@@ -68,14 +69,86 @@ impl Content {
 }
 
 /// An error in the shape OpenAI clients read (`error.message`), with the protocol's kind as its `type`.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct OpenAiError {
+    pub error: OpenAiErrorBody,
+}
+
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct OpenAiErrorBody {
+    pub message: String,
+    #[serde(rename = "type")]
+    pub kind: sleuth_messages::ErrorKind,
+    /// The HTTP status.
+    pub code: u16,
+    pub retryable: bool,
+}
+
 fn openai_error(error: ApiError) -> Response {
-    let body = json!({ "error": {
-        "message": error.body.message,
-        "type": error.body.kind,
-        "code": error.status.as_u16(),
-        "retryable": error.body.retryable,
-    }});
-    (error.status, Json(body)).into_response()
+    let body = OpenAiErrorBody {
+        message: error.body.message,
+        kind: error.body.kind,
+        code: error.status.as_u16(),
+        retryable: error.body.retryable,
+    };
+    (error.status, Json(OpenAiError { error: body })).into_response()
+}
+
+/// A chat completion (`object: chat.completion`), with the answer's `citations` and sleuth's own details.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct ChatCompletion {
+    pub id: String,
+    pub object: String,
+    pub created: u64,
+    pub model: String,
+    pub choices: Vec<Choice>,
+    pub usage: Usage,
+    pub citations: Vec<Cited>,
+    pub sleuth: SleuthDetails,
+}
+
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct Choice {
+    pub index: u32,
+    pub message: AssistantMessage,
+    pub finish_reason: String,
+}
+
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct AssistantMessage {
+    pub role: String,
+    pub content: String,
+}
+
+/// The LLM tokens the loop spent, as OpenAI's `usage`.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct Usage {
+    pub prompt_tokens: u32,
+    pub completion_tokens: u32,
+    pub total_tokens: u32,
+}
+
+/// The request behind a completion: its id (for `GET /v1/requests/{id}`), route and time in the loop.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct SleuthDetails {
+    pub request_id: uuid::Uuid,
+    pub route: Option<sleuth_messages::Route>,
+    pub elapsed_ms: u64,
+}
+
+/// `GET /v1/models`.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct ModelList {
+    pub object: String,
+    pub data: Vec<Model>,
+}
+
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct Model {
+    pub id: String,
+    pub object: String,
+    pub created: u64,
+    pub owned_by: String,
 }
 
 /// The question (the last user message) and the conversation it continues: an id derived from the first user
@@ -136,20 +209,20 @@ async fn chat_inner(
     }
     let state = app.engine.state(run.request_id).await.ok().flatten();
     let (content, citations) = answer_of(&reply, state.as_ref());
-    Ok(Json(json!({
-        "id": format!("chatcmpl-{}", run.request_id),
-        "object": "chat.completion",
-        "created": now_s(),
-        "model": model,
-        "choices": [{
-            "index": 0,
-            "message": { "role": "assistant", "content": content },
-            "finish_reason": "stop",
+    Ok(Json(ChatCompletion {
+        id: format!("chatcmpl-{}", run.request_id),
+        object: "chat.completion".into(),
+        created: now_s(),
+        model,
+        choices: vec![Choice {
+            index: 0,
+            message: AssistantMessage { role: "assistant".into(), content },
+            finish_reason: "stop".into(),
         }],
-        "usage": usage(&reply),
-        "citations": citations,
-        "sleuth": { "request_id": run.request_id, "route": reply.route, "elapsed_ms": reply.elapsed_ms },
-    }))
+        usage: usage(&reply),
+        citations,
+        sleuth: SleuthDetails { request_id: run.request_id, route: reply.route, elapsed_ms: reply.elapsed_ms },
+    })
     .into_response())
 }
 
@@ -203,10 +276,9 @@ fn answer_of(reply: &AskReply, state: Option<&LoopState>) -> (String, Vec<Cited>
     (answer.answer.clone(), cited(answer, state))
 }
 
-/// The LLM tokens the loop spent, as OpenAI's `usage`.
-fn usage(reply: &AskReply) -> Value {
+fn usage(reply: &AskReply) -> Usage {
     let (input, output) = reply.llm.as_ref().map_or((0, 0), |l| (l.input_tokens, l.output_tokens));
-    json!({ "prompt_tokens": input, "completion_tokens": output, "total_tokens": input + output })
+    Usage { prompt_tokens: input, completion_tokens: output, total_tokens: input + output }
 }
 
 fn now_s() -> u64 {
@@ -218,10 +290,7 @@ pub async fn models(State(app): State<Arc<App>>, headers: HeaderMap) -> Response
     if let Err(e) = app.caller(&headers) {
         return openai_error(e);
     }
-    let name = &app.engine.config().gateway.model_name;
-    Json(json!({
-        "object": "list",
-        "data": [{ "id": name, "object": "model", "created": 0, "owned_by": "sleuth" }],
-    }))
-    .into_response()
+    let name = app.engine.config().gateway.model_name.clone();
+    let model = Model { id: name, object: "model".into(), created: 0, owned_by: "sleuth".into() };
+    Json(ModelList { object: "list".into(), data: vec![model] }).into_response()
 }
