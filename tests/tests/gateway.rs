@@ -503,3 +503,54 @@ async fn only_the_ingest_tenants_may_change_the_shared_documents() {
     let (status, ingested) = post(&gateway, "/v1/documents", Some("key-ops"), doc).await;
     assert_eq!(status, 201, "{ingested}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_http_request_span_is_the_parent_of_the_requests_trace() {
+    let collector = sleuth_tests::otlp::Collector::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let gateway = Gateway::start(
+        dir.path(),
+        &[
+            ("OTEL_EXPORTER_OTLP_ENDPOINT", collector.endpoint.as_str()),
+            ("OTEL_EXPORTER_OTLP_PROTOCOL", "grpc"),
+            ("OTEL_BSP_SCHEDULE_DELAY", "100"),
+        ],
+    );
+    let (status, reply) = post(&gateway, "/v1/ask", None, r#"{"query":"Which anime is Luffy in?"}"#).await;
+    assert_eq!(status, 200, "{reply}");
+    let id = reply["request_id"].as_str().unwrap().to_string();
+    let spans = collector
+        .trace_of(&id, Duration::from_secs(20), |spans| {
+            spans.iter().any(|s| s.name == "POST /v1/ask") && spans.iter().any(|s| s.name == "sleuth.ask")
+        })
+        .await;
+    let names: Vec<&str> = spans.iter().map(|s| s.name.as_str()).collect();
+    let http = spans.iter().find(|s| s.name == "POST /v1/ask").unwrap_or_else(|| panic!("no HTTP span: {names:?}"));
+    let ask = spans.iter().find(|s| s.name == "sleuth.ask").unwrap_or_else(|| panic!("no sleuth.ask: {names:?}"));
+    assert!(http.parent_span_id.is_empty(), "the HTTP span is the root: {names:?}");
+    assert_eq!(ask.parent_span_id, http.span_id, "sleuth.ask is the HTTP span's child: {names:?}");
+    assert_eq!(http.attr("http.request.method"), Some("POST"));
+    assert_eq!(http.attr("http.response.status_code"), Some("200"));
+    assert!(names.contains(&"plan") || names.iter().any(|n| n.contains("plan")), "the stages are in it: {names:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_caller_over_its_stream_limit_is_told_to_retry() {
+    let dir = tempfile::tempdir().unwrap();
+    let gateway = Gateway::start(
+        dir.path(),
+        &[("SLEUTH__GATEWAY__MAX_STREAMS_PER_PRINCIPAL", "1"), ("SLEUTH__DEBUG__STAGE_DELAY_MS", "1500")],
+    );
+    let body = json!({ "query": "Which anime is Luffy in?", "timeout_ms": 60000 }).to_string();
+    let first = post_stream(&gateway, None, &body).await;
+    assert_eq!(first.status().as_u16(), 200);
+    let second = post_stream(&gateway, None, &body).await;
+    assert_eq!(second.status().as_u16(), 429);
+    assert!(second.headers().contains_key("retry-after"));
+    let error: Value = serde_json::from_str(&second.text().await.unwrap()).unwrap();
+    assert_eq!(error["type"], "overloaded", "{error}");
+    // The slot comes back when the first stream ends.
+    first.text().await.expect("the first stream ends");
+    let third = post_stream(&gateway, None, &body).await;
+    assert_eq!(third.status().as_u16(), 200);
+}

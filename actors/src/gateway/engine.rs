@@ -141,7 +141,8 @@ impl Engine {
             Engine::Nats(nats) => {
                 nats.index
                     .get_or_try_init(|| async {
-                        let retriever = crate::bootstrap::open_retriever(&nats.config).await;
+                        // The index as it is: loading the demo data is the serving stages' business.
+                        let retriever = Retriever::open(&nats.config).await;
                         retriever.map(Arc::new).map_err(|e| unavailable(format!("cannot open the index: {e:#}")))
                     })
                     .await
