@@ -93,10 +93,7 @@ pub async fn search(
         Some(url) => search_remote(url, &config.subjects(), &request).await,
         None => {
             let store = crate::graph::open(config).await?;
-            Ok(match crate::runtime::lanes::search(store, request).await {
-                Ok(entities) => sleuth_messages::EntitiesReply { entities, error: None },
-                Err(error) => sleuth_messages::EntitiesReply { entities: vec![], error: Some(error) },
-            })
+            Ok(entities_reply(crate::runtime::lanes::search(store, request).await))
         }
     }
 }
@@ -463,13 +460,29 @@ pub async fn search_remote(
     request: &sleuth_messages::SearchRequest,
 ) -> anyhow::Result<sleuth_messages::EntitiesReply> {
     let client = crate::nats_client::connect(url, "sleuth search").await?;
+    lane(&client, subjects.search(), request).await
+}
+
+/// A request to one of the fast lanes (`sleuth.v1.search`, `sleuth.v1.hydrate`), answered by a graph stage.
+pub async fn lane<T: serde::Serialize>(
+    client: &async_nats::Client,
+    subject: String,
+    request: &T,
+) -> anyhow::Result<sleuth_messages::EntitiesReply> {
     let body = sleuth_messages::codec::encode(request, sleuth_messages::Encoding::MsgPack)?;
-    let reply =
-        tokio::time::timeout(std::time::Duration::from_secs(10), client.request(subjects.search(), body.into()))
-            .await
-            .map_err(|_| {
-                anyhow::anyhow!("no answer from {} within 10 s: is a graph stage running?", subjects.search())
-            })?
-            .map_err(|e| anyhow::anyhow!("search request failed: {e}"))?;
+    let reply = tokio::time::timeout(Duration::from_secs(10), client.request(subject.clone(), body.into()))
+        .await
+        .map_err(|_| anyhow::anyhow!("no answer from {subject} within 10 s: is a graph stage running?"))?
+        .map_err(|e| anyhow::anyhow!("{subject} request failed: {e}"))?;
     Ok(sleuth_messages::codec::decode(&reply.payload)?.0)
+}
+
+/// A lane's answer as its reply: the entities, or the error.
+pub fn entities_reply(
+    found: Result<Vec<sleuth_messages::EntityRecord>, sleuth_messages::ErrorResponse>,
+) -> sleuth_messages::EntitiesReply {
+    match found {
+        Ok(entities) => sleuth_messages::EntitiesReply { entities, error: None },
+        Err(error) => sleuth_messages::EntitiesReply { entities: vec![], error: Some(error) },
+    }
 }

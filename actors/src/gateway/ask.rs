@@ -182,9 +182,8 @@ pub struct TurnStatus {
 /// The trace UI's page of the request's trace, when `gateway.trace_url` names one.
 fn trace_url(config: &crate::config::Config, traceparent: Option<&str>) -> Option<String> {
     let template = config.gateway.trace_url.as_ref()?;
-    let trace_id =
-        traceparent?.split('-').nth(1).filter(|id| id.len() == 32 && id.bytes().all(|b| b.is_ascii_hexdigit()))?;
-    Some(template.replace("{trace_id}", trace_id))
+    let headers = crate::telemetry::TraceHeaders { traceparent: traceparent.map(str::to_string), ..Default::default() };
+    Some(template.replace("{trace_id}", &headers.trace_id()?.to_string()))
 }
 
 /// `DELETE /v1/requests/{id}`: cancels an unfinished request (202); one that already ended is a 409.

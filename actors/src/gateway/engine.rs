@@ -168,7 +168,7 @@ impl Engine {
     /// The typeahead lane (`sleuth.v1.search`): entities by name or alias prefix.
     pub async fn search_entities(&self, request: SearchRequest) -> Result<EntitiesReply, ErrorResponse> {
         match self {
-            Engine::Embedded(node) => Ok(entities(match &node.graph {
+            Engine::Embedded(node) => Ok(client::entities_reply(match &node.graph {
                 Some(graph) => crate::runtime::lanes::search(graph.clone(), request).await,
                 None => Err(unavailable("this process has no graph open")),
             })),
@@ -179,7 +179,7 @@ impl Engine {
     /// The hydrate lane (`sleuth.v1.hydrate`): entities by id, unknown ids left out.
     pub async fn hydrate(&self, request: HydrateRequest) -> Result<EntitiesReply, ErrorResponse> {
         match self {
-            Engine::Embedded(node) => Ok(entities(match &node.graph {
+            Engine::Embedded(node) => Ok(client::entities_reply(match &node.graph {
                 Some(graph) => crate::runtime::lanes::hydrate(graph.clone(), request).await,
                 None => Err(unavailable("this process has no graph open")),
             })),
@@ -218,21 +218,9 @@ impl Engine {
     }
 }
 
-fn entities(found: Result<Vec<sleuth_messages::EntityRecord>, ErrorResponse>) -> EntitiesReply {
-    match found {
-        Ok(entities) => EntitiesReply { entities, error: None },
-        Err(error) => EntitiesReply { entities: vec![], error: Some(error) },
-    }
-}
-
 impl NatsEngine {
     /// A request to one of the fast lanes, answered by a graph stage.
     async fn lane<T: serde::Serialize>(&self, subject: String, request: &T) -> Result<EntitiesReply, ErrorResponse> {
-        let body = sleuth_messages::codec::encode(request, sleuth_messages::Encoding::MsgPack)?;
-        let reply = tokio::time::timeout(Duration::from_secs(10), self.client.request(subject.clone(), body.into()))
-            .await
-            .map_err(|_| unavailable(format!("no answer from {subject} within 10 s: is a graph stage running?")))?
-            .map_err(|e| unavailable(format!("{subject}: {e}")))?;
-        Ok(sleuth_messages::codec::decode(&reply.payload)?.0)
+        client::lane(&self.client, subject, request).await.map_err(|e| unavailable(format!("{e:#}")))
     }
 }
