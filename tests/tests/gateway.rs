@@ -117,6 +117,21 @@ async fn post_stream(gateway: &Gateway, key: Option<&str>, body: &str) -> reqwes
     request.send().await.expect("POST stream")
 }
 
+/// Waits (up to 10 s) for request `id` to end, and checks that it ended cancelled.
+async fn assert_cancelled(gateway: &Gateway, id: uuid::Uuid) {
+    let path = format!("/v1/requests/{id}");
+    let mut last = Value::Null;
+    for _ in 0..100 {
+        let (_, state) = send(gateway, reqwest::Method::GET, &path, None).await;
+        if !state["outcome"].is_null() {
+            last = state;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(last["outcome"]["answer"]["termination_reason"], "cancelled", "the request was not cancelled: {last}");
+}
+
 fn short_answer(reply: &Value) -> &str {
     reply["outcome"]["answer"]["short_answer"]["text"].as_str().unwrap_or_default()
 }
@@ -242,17 +257,7 @@ async fn a_client_that_goes_away_cancels_its_request() {
     assert!(String::from_utf8_lossy(&first.expect("bytes").expect("bytes")).contains("accepted"));
     drop(stream);
 
-    let path = format!("/v1/requests/{id}");
-    let mut last = Value::Null;
-    for _ in 0..100 {
-        let (_, state) = send(&gateway, reqwest::Method::GET, &path, None).await;
-        if !state["outcome"].is_null() {
-            last = state;
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    assert_eq!(last["outcome"]["answer"]["termination_reason"], "cancelled", "the request was not cancelled: {last}");
+    assert_cancelled(&gateway, id).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -555,4 +560,94 @@ async fn a_caller_over_its_stream_limit_is_told_to_retry() {
     first.text().await.expect("the first stream ends");
     let third = post_stream(&gateway, None, &body).await;
     assert_eq!(third.status().as_u16(), 200);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_connection_that_sends_no_complete_request_head_is_closed() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let dir = tempfile::tempdir().unwrap();
+    let gateway = Gateway::start(dir.path(), &[("SLEUTH__GATEWAY__IDLE_TIMEOUT_MS", "500")]);
+    let addr = gateway.base.trim_start_matches("http://").to_string();
+
+    // Closed by the server: the read ends (EOF or reset) rather than waiting on the test's own guard.
+    async fn closed_by_server(stream: &mut tokio::net::TcpStream) -> bool {
+        let mut buf = [0u8; 512];
+        match tokio::time::timeout(Duration::from_secs(30), stream.read(&mut buf)).await {
+            Ok(Ok(0)) | Ok(Err(_)) => true,
+            Ok(Ok(_)) => closed_by_server_after_reply(stream).await,
+            Err(_) => false,
+        }
+    }
+    // hyper may answer a timed-out head with 408 before it closes.
+    async fn closed_by_server_after_reply(stream: &mut tokio::net::TcpStream) -> bool {
+        let mut rest = Vec::new();
+        matches!(tokio::time::timeout(Duration::from_secs(30), stream.read_to_end(&mut rest)).await, Ok(_))
+    }
+
+    // A connection that says nothing.
+    let mut silent = tokio::net::TcpStream::connect(&addr).await.unwrap();
+    assert!(closed_by_server(&mut silent).await, "an idle connection was kept open");
+
+    // A slowloris: the head arrives a few bytes at a time and never ends; more bytes do not buy more time.
+    let mut slow = tokio::net::TcpStream::connect(&addr).await.unwrap();
+    let trickle = async {
+        for chunk in ["POST /v1/ask HTTP/1.1\r\n", "Host: x\r\n", "X-A: 1\r\n", "X-B: 2\r\n", "X-C: 3\r\n"]
+            .iter()
+            .cycle()
+            .take(60)
+        {
+            if slow.write_all(chunk.as_bytes()).await.is_err() {
+                return true;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        false
+    };
+    let cut_off = trickle.await || closed_by_server(&mut slow).await;
+    assert!(cut_off, "a head sent a few bytes at a time kept its connection for 6 s");
+
+    // Requests that arrive whole are served as before.
+    let (status, reply) = post(&gateway, "/v1/ask", None, r#"{"query":"Which anime is Luffy in?"}"#).await;
+    assert_eq!(status, 200, "{reply}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn curl_n_reads_the_stream_to_its_final_event_and_closing_it_cancels_the_request() {
+    use std::io::Read;
+    let dir = tempfile::tempdir().unwrap();
+    let gateway = Gateway::start(dir.path(), &[("SLEUTH__DEBUG__STAGE_DELAY_MS", "300")]);
+    let curl = |body: &str| {
+        let mut cmd = Command::new("curl");
+        cmd.args([
+            "-sN",
+            "--max-time",
+            "60",
+            "-H",
+            "content-type: application/json",
+            "-H",
+            "accept: text/event-stream",
+        ])
+        .args(["-d", body, &gateway.url("/v1/ask")])
+        .stdout(Stdio::piped());
+        cmd
+    };
+
+    // The whole stream: accepted first, final last, and curl exits by itself when the stream ends.
+    let output = curl(r#"{"query":"Which anime is Luffy in?"}"#).output().expect("curl is on PATH");
+    assert!(output.status.success(), "curl failed: {output:?}");
+    let events = sse_events(&String::from_utf8_lossy(&output.stdout));
+    let kinds: Vec<&str> = events.iter().map(|(e, _)| e.as_str()).collect();
+    assert_eq!((kinds.first(), kinds.last()), (Some(&"accepted"), Some(&"final")), "{kinds:?}");
+
+    // A curl killed after the first event cancels its request.
+    let id = uuid::Uuid::now_v7();
+    let body = json!({ "query": "Which anime is Luffy in?", "request_id": id, "timeout_ms": 60000 }).to_string();
+    let mut child = curl(&body).spawn().expect("curl is on PATH");
+    let mut stdout = child.stdout.take().unwrap();
+    let mut first = [0u8; 64];
+    let n = stdout.read(&mut first).expect("curl's output");
+    assert!(String::from_utf8_lossy(&first[..n]).contains("accepted"), "{}", String::from_utf8_lossy(&first[..n]));
+    child.kill().unwrap();
+    child.wait().unwrap();
+    assert_cancelled(&gateway, id).await;
 }

@@ -33,6 +33,9 @@ pub struct GatewayConfig {
     pub max_body_bytes: usize,
     /// Event streams (SSE) one principal may hold open at once.
     pub max_streams_per_principal: usize,
+    /// How long a connection may take to send a complete request head, including the wait for the next request
+    /// on a kept-alive connection: past it the connection is closed, so idle and slow clients hold no sockets.
+    pub idle_timeout_ms: u64,
     /// The model name `/v1/models` lists and chat completions answer as.
     pub model_name: String,
     /// A trace UI's address for one trace, `{trace_id}` standing for the id, e.g.
@@ -50,6 +53,7 @@ impl Default for GatewayConfig {
             ingest_tenants: Vec::new(),
             max_body_bytes: 256 * 1024,
             max_streams_per_principal: 16,
+            idle_timeout_ms: 20_000,
             model_name: "sleuth".into(),
             trace_url: None,
         }

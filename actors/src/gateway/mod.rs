@@ -11,6 +11,7 @@ mod cite;
 pub mod engine;
 mod error;
 mod lanes;
+mod listen;
 pub mod mcp;
 mod openai;
 mod openapi;
@@ -175,11 +176,8 @@ pub async fn serve(engine: Arc<Engine>) -> anyhow::Result<(SocketAddr, JoinHandl
         format!("the gateway cannot listen on {addr} (set SLEUTH__GATEWAY__HTTP_ADDR to another address)")
     })?;
     let addr = listener.local_addr()?;
+    let idle = std::time::Duration::from_millis(engine.config().gateway.idle_timeout_ms.max(1));
     let app = router(app(engine, keys));
-    let task = tokio::spawn(async move {
-        if let Err(e) = axum::serve(listener, app).await {
-            tracing::error!(error = %e, "the gateway stopped");
-        }
-    });
+    let task = tokio::spawn(listen::serve(listener, app, idle));
     Ok((addr, task))
 }
