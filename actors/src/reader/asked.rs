@@ -36,6 +36,8 @@ pub struct Asked {
     pub words: Vec<String>,
     /// The noun after "what"/"which" ("what company"), when there is one.
     pub noun: Option<String>,
+    /// The words of the asked noun phrase, or of what "how many" counts: the words that may head an answer's name.
+    pub heads: Vec<String>,
     /// The descriptions a chain goes through, nearest the named thing last: "the director of film X" gives
     /// `["director", "film"]`, "X's mother" gives `["mother"]`. Each is the describing noun and the words after it
     /// up to the next name.
@@ -209,13 +211,49 @@ fn first_word(q: &str) -> String {
     q.split_whitespace().next().unwrap_or("").to_lowercase()
 }
 
+/// Nouns that only introduce the noun after them: "the *name* of the airport", "what *kind* of tree".
+const LEAD_NOUNS: &[&str] = &["name", "type", "kind", "sort"];
+
+/// Where the asked noun starts: the word after "what"/"which" (past an auxiliary, a determiner and a lead noun
+/// with its "of").
+fn wh_noun_at(words: &[&str]) -> Option<usize> {
+    let at = words.iter().position(|w| *w == "what" || *w == "which")?;
+    // "What is the place of birth of …" asks for a place: the noun after an auxiliary and a determiner counts.
+    let skip = |i: &usize| AUXILIARIES.contains(&words[*i]) || ["the", "a", "an"].contains(&words[*i]);
+    let mut next = (at + 1..words.len()).take(3).find(|i| !skip(i))?;
+    // "What is the name of the waterfall …" asks for a waterfall.
+    if LEAD_NOUNS.contains(&words[next]) && words.get(next + 1) == Some(&"of") {
+        next = (next + 2..words.len()).take(2).find(|i| !skip(i))?;
+    }
+    (words[next] != "of").then_some(next)
+}
+
 /// The noun right after "what"/"which" (skipping an adjective or two is left to the caller's list lookups).
 fn wh_noun(lower: &str) -> Option<String> {
     let words: Vec<&str> = lower.split(|c: char| !c.is_alphanumeric()).filter(|w| !w.is_empty()).collect();
-    let at = words.iter().position(|w| *w == "what" || *w == "which")?;
-    // "What is the place of birth of …" asks for a place: the noun after an auxiliary and a determiner counts.
-    let next = words[at + 1..].iter().take(3).find(|w| !AUXILIARIES.contains(w) && !["the", "a", "an"].contains(w))?;
-    (*next != "of").then(|| next.to_string())
+    wh_noun_at(&words).map(|i| words[i].to_string())
+}
+
+/// The words that may head the answer's own name: the asked noun phrase ("what mountain range" gives mountain and
+/// range, "the name of the airport" airport), or what "how many" counts ("how many congressional districts").
+/// An answer named by one of them ("Sangre de Cristo Range", "4 congressional districts") is of the kind asked.
+fn head_words(lower: &str) -> Vec<String> {
+    let words: Vec<&str> = lower.split(|c: char| !c.is_alphanumeric()).filter(|w| !w.is_empty()).collect();
+    let counted = words.windows(2).position(|p| p[0] == "how" && ["many", "much"].contains(&p[1])).map(|i| i + 2);
+    let Some(from) = counted.or_else(|| wh_noun_at(&words)) else {
+        return Vec::new();
+    };
+    words[from..]
+        .iter()
+        .take_while(|w| !text::is_stopword(w) && !AUXILIARIES.contains(w))
+        .take(4)
+        .map(|w| w.to_string())
+        .collect()
+}
+
+/// True for a noun that names a person ("actress", "director").
+pub fn is_person_noun(noun: &str) -> bool {
+    PERSON_NOUNS.contains(&noun) || PERSON_NOUNS.iter().any(|p| text::stem(p) == text::stem(noun))
 }
 
 fn kind_of_noun(noun: &str) -> Option<AnswerKind> {
@@ -277,6 +315,7 @@ pub fn asked(question: &str) -> Asked {
         cues,
         words: words.clone(),
         noun: noun.clone(),
+        heads: head_words(&lower),
         links: chain_descriptions(q, &name_words),
     };
 
@@ -417,6 +456,15 @@ mod tests {
         let c = asked("What is the date of death of the director of film Madame X?");
         assert_eq!(c.final_cues(1), ["date", "death"]);
         assert_eq!(c.final_cues(0), c.cues, "a question without links keeps every cue");
+    }
+
+    #[test]
+    fn the_asked_noun_phrase_gives_the_words_an_answer_may_be_named_by() {
+        assert_eq!(asked("What is the name of the airport in the city where WXYZ is licensed?").heads, ["airport"]);
+        assert_eq!(asked("Humboldt Peak is part of what mountain range?").heads, ["mountain", "range"]);
+        assert_eq!(asked("The state has how many congressional districts?").heads, ["congressional", "districts"]);
+        assert_eq!(asked("What is the name of the city where Ada Lee died?").kind, AnswerKind::Place);
+        assert!(asked("Who directed Spirited Away?").heads.is_empty());
     }
 
     #[test]

@@ -367,7 +367,17 @@ fn extract<'a>(a: &Asked, question: &str, window: &[&'a Card], links: usize) -> 
                     .unwrap_or_default(),
                 _ => spans::names(sentence),
             };
-            for span in found {
+            for mut span in found {
+                // A count's unit that the question already gives ("how many congressional districts") marks the
+                // number asked for, and is not repeated in the answer.
+                let mut counted = false;
+                if let Shape::Number(_) = span.shape
+                    && let Some((number, unit)) = span.text.split_once(' ')
+                    && text::tokens(unit).iter().all(|u| a.heads.iter().any(|h| same_word(u, h)))
+                {
+                    counted = true;
+                    span.text = number.to_string();
+                }
                 let folded = fold(&span.text);
                 let dated = span.shape == Shape::Name && !spans::dates(&span.text).is_empty();
                 if folded.is_empty() || is_noise(&span.text) || dated {
@@ -405,7 +415,15 @@ fn extract<'a>(a: &Asked, question: &str, window: &[&'a Card], links: usize) -> 
                     }
                     _ => 0.0,
                 };
-                let score = relevance + proximity + shape_fit + chain + 0.5 / (1.0 + rank as f32)
+                // A name headed by the asked noun ("Sangre de Cristo Range" for "what mountain range") is of the
+                // kind asked. A person is named, not headed by the noun ("which actress" is not "Best Actress").
+                let headed = span.shape == Shape::Name
+                    && a.kind != AnswerKind::Person
+                    && text::tokens(&span.text).last().is_some_and(|w| {
+                        a.heads.iter().any(|head| !asked::is_person_noun(head) && text::stem(w) == text::stem(head))
+                    });
+                let heads = if headed || counted { 1.5 } else { 0.0 };
+                let score = relevance + proximity + shape_fit + heads + chain + 0.5 / (1.0 + rank as f32)
                     - 0.05 * j as f32
                     - if bridge { 1.0 } else { 0.0 };
                 tracing::trace!(score, span = %span.text, relevance, proximity, shape_fit, chain, rank, bridge, card = %card.hit.title, "answer candidate");

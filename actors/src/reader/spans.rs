@@ -30,8 +30,10 @@ static DATE: LazyLock<Regex> = LazyLock::new(|| {
     .expect("static regex")
 });
 static NUMBER: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"(?i)\b(\d{1,3}(?:,\d{3})+|\d+(?:\.\d+)?)(?:\s+(million|billion|thousand|hundred|percent|%|[a-z]+))?")
-        .expect("static regex")
+    Regex::new(
+        r"(?i)\b(\d{1,3}(?:,\d{3})+|\d+(?:\.\d+)?)(?:\s+(million|billion|thousand|hundred|percent|%|(?-i:[a-z]+)))?",
+    )
+    .expect("static regex")
 });
 
 /// A date's value, comparable: year, month, day (0 when not given).
@@ -199,6 +201,8 @@ mod tests {
         let found: Vec<String> =
             numbers("In 2011 the town had 6,960 people and 6.8 inches of snow.").into_iter().map(|s| s.text).collect();
         assert_eq!(found, ["6,960 people", "6.8 inches"]);
+        let named: Vec<String> = numbers("It has 5 Greeley schools.").into_iter().map(|s| s.text).collect();
+        assert_eq!(named, ["5"], "a name after a number is not its unit");
     }
 
     #[test]
