@@ -1,6 +1,7 @@
 //! The HTTP gateway as a user starts it, `sleuth serve --embedded` over the demo data: `POST /v1/ask` as JSON and
 //! as SSE, status and cancel, bad input, API keys mapping to tenants that see only their own requests, a client
-//! that goes away cancelling its request, and the official `openai` Python client against the chat endpoint.
+//! that goes away cancelling its request, the official `openai` and `mcp` Python clients, curl -N, Chromium, idle
+//! connections closed, and the metrics.
 
 use std::{
     io::{BufRead, BufReader},
@@ -18,6 +19,8 @@ use sleuth_tests::process::sleuth_bin;
 struct Gateway {
     child: Child,
     base: String,
+    /// The process's `/metrics`, `/healthz` and `/readyz` address, `http://host:port`.
+    telemetry: String,
 }
 
 impl Drop for Gateway {
@@ -46,19 +49,24 @@ impl Gateway {
         }
         let mut child = cmd.spawn().expect("start sleuth serve --embedded");
         let stderr = child.stderr.take().expect("piped stderr");
-        let (tx, rx) = mpsc::channel::<Result<String, String>>();
+        let (tx, rx) = mpsc::channel::<Result<(String, String), String>>();
         std::thread::spawn(move || {
             let mut base = None;
+            let mut telemetry = String::new();
             let mut seen = Vec::new();
             for line in BufReader::new(stderr).lines().map_while(Result::ok) {
                 if let Some(at) = line.find("gateway on http://") {
                     let addr = line[at + "gateway on http://".len()..].split('/').next().unwrap_or_default();
                     base = Some(format!("http://{addr}"));
                 }
+                if let Some(at) = line.find("metrics on http://") {
+                    let addr = line[at + "metrics on http://".len()..].split('/').next().unwrap_or_default();
+                    telemetry = format!("http://{addr}");
+                }
                 if line.contains("serving; ctrl-c")
                     && let Some(base) = base.take()
                 {
-                    let _ = tx.send(Ok(base));
+                    let _ = tx.send(Ok((base, telemetry.clone())));
                 }
                 if std::env::var_os("SLEUTH_TEST_LOGS").is_some() {
                     eprintln!("[gateway] {line}");
@@ -68,7 +76,7 @@ impl Gateway {
             let _ = tx.send(Err(seen.join("\n")));
         });
         match rx.recv_timeout(Duration::from_secs(90)) {
-            Ok(Ok(base)) => Gateway { child, base },
+            Ok(Ok((base, telemetry))) => Gateway { child, base, telemetry },
             Ok(Err(lines)) => panic!("sleuth serve --embedded exited before serving:\n{lines}"),
             Err(_) => panic!("sleuth serve --embedded did not serve within 90 s"),
         }
@@ -357,7 +365,11 @@ async fn on_nats_the_gateway_stage_asks_the_cluster_as_the_keys_tenant() {
         ("SLEUTH__GATEWAY__API_KEYS_FILE", keys.to_str().unwrap()),
     ];
     let _gateway = ServeProcess::start(&deployment, "gateway", &env);
-    let gateway = Gateway { child: Command::new("true").spawn().unwrap(), base: format!("http://{addr}") };
+    let gateway = Gateway {
+        child: Command::new("true").spawn().unwrap(),
+        base: format!("http://{addr}"),
+        telemetry: String::new(),
+    };
 
     let (status, reply) = post(&gateway, "/v1/ask", Some("key-alpha"), r#"{"query":"Which anime is Luffy in?"}"#).await;
     assert_eq!(status, 200, "{reply}");
@@ -650,4 +662,39 @@ async fn curl_n_reads_the_stream_to_its_final_event_and_closing_it_cancels_the_r
     child.kill().unwrap();
     child.wait().unwrap();
     assert_cancelled(&gateway, id).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_gateway_counts_its_requests_latency_and_open_streams_in_metrics() {
+    let dir = tempfile::tempdir().unwrap();
+    let gateway = Gateway::start(dir.path(), &[("SLEUTH__DEBUG__STAGE_DELAY_MS", "1500")]);
+    let metrics = || async {
+        let url = format!("{}/metrics", gateway.telemetry);
+        http().get(url).send().await.expect("/metrics answers").text().await.expect("a body")
+    };
+    let sample = |body: &str, name: &str| -> Option<f64> {
+        body.lines()
+            .filter(|l| l.starts_with(name) && !l.starts_with('#'))
+            .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+            .reduce(f64::max)
+    };
+    let body = json!({ "query": "Which anime is Luffy in?", "timeout_ms": 60000 }).to_string();
+    let open = post_stream(&gateway, None, &body).await;
+    assert_eq!(open.status().as_u16(), 200);
+    let during = metrics().await;
+    assert_eq!(sample(&during, "sleuth_gateway_open_streams"), Some(1.0), "{during}");
+    open.text().await.expect("the stream ends");
+
+    let (status, _) = post(&gateway, "/v1/ask", None, r#"{"query":"Which anime is Luffy in?"}"#).await;
+    assert_eq!(status, 200);
+    let after = metrics().await;
+    assert_eq!(sample(&after, "sleuth_gateway_open_streams"), Some(0.0), "{after}");
+    let asked = after
+        .lines()
+        .find(|l| l.starts_with("sleuth_gateway_requests_total") && l.contains("/v1/ask") && l.contains("\"200\""));
+    assert!(asked.is_some_and(|l| l.ends_with(" 2")), "two asks counted with path and status: {after}");
+    assert!(
+        after.lines().any(|l| l.starts_with("sleuth_gateway_request_seconds") && l.contains("/v1/ask")),
+        "the latency histogram has the path: {after}"
+    );
 }
