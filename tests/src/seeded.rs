@@ -55,12 +55,20 @@ fn copy_dir(from: &Path, to: &Path) -> std::io::Result<()> {
     std::fs::create_dir_all(to)?;
     for entry in std::fs::read_dir(from)? {
         let entry = entry?;
+        let source = entry.path();
         let target = to.join(entry.file_name());
-        if entry.file_type()?.is_dir() {
-            copy_dir(&entry.path(), &target)?;
-        } else if !entry.file_name().to_string_lossy().ends_with("-shm") {
+        let copied = match entry.file_type()? {
+            kind if kind.is_dir() => copy_dir(&source, &target),
             // A closed database's WAL (if one is left) is replayed on open; its shared-memory index is rebuilt.
-            std::fs::copy(entry.path(), target)?;
+            _ if entry.file_name().to_string_lossy().ends_with("-shm") => Ok(()),
+            _ => std::fs::copy(&source, &target).map(drop),
+        };
+        match copied {
+            // The index's background flush may still remove a temporary file it listed a moment ago: what is
+            // gone from the template was not part of it.
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound && !source.exists() => {}
+            Err(e) => return Err(std::io::Error::new(e.kind(), format!("{}: {e}", source.display()))),
+            Ok(()) => {}
         }
     }
     Ok(())
