@@ -104,7 +104,8 @@ pub fn sentences(text: &str) -> Vec<&str> {
 }
 
 /// Words that may sit inside a name without being capitalised ("Ermengarde of Tours", "One Piece").
-const NAME_CONNECTORS: &[&str] = &["of", "de", "la", "von", "van", "der", "du", "the", "al", "bin", "y"];
+const NAME_CONNECTORS: &[&str] =
+    &["of", "de", "la", "von", "van", "der", "du", "the", "al", "bin", "y", "am", "da", "di", "del", "zu", "upon"];
 
 /// Question and sentence-initial words that are capitalised without being names.
 const NOT_NAMES: &[&str] = &[
@@ -253,6 +254,7 @@ mod tests {
             ("Which anime is Luffy in?", &["Luffy"]),
             ("His mother was Ermengarde of Tours, a noble.", &["Ermengarde of Tours"]),
             ("Compare Naruto and Bleach", &["Naruto", "Bleach"]),
+            ("She was born in Frankfurt am Main in 1970.", &["Frankfurt am Main"]),
             ("what is the captain's name", &[]),
         ];
         for (text, expected) in cases {

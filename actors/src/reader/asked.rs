@@ -253,7 +253,7 @@ fn head_words(lower: &str) -> Vec<String> {
 
 /// True for a noun that names a person ("actress", "director").
 pub fn is_person_noun(noun: &str) -> bool {
-    PERSON_NOUNS.contains(&noun) || PERSON_NOUNS.iter().any(|p| text::stem(p) == text::stem(noun))
+    PERSON_NOUNS.iter().any(|p| text::stem(p) == text::stem(noun))
 }
 
 fn kind_of_noun(noun: &str) -> Option<AnswerKind> {

@@ -179,11 +179,20 @@ fn fit(kind: AnswerKind, noun: Option<&str>, span: &Span, sentence: &str, window
     // One capitalised word right before a common noun is an adjective ("an English composer"): a nationality,
     // not a place, a person or a thing.
     let next = after.split_whitespace().next().unwrap_or("");
-    let adjective = !span.text.contains(' ')
-        && next.chars().next().is_some_and(char::is_lowercase)
-        && !text::is_stopword(&next.to_lowercase());
+    let before_noun = next.chars().next().is_some_and(char::is_lowercase) && !text::is_stopword(&next.to_lowercase());
+    let adjective = !span.text.contains(' ') && before_noun;
+    if noun == Some("nationality") {
+        // A nationality is an adjective of a people ("Chinese American actor", "Swedish"), not a church or a band.
+        let peoples = span.text.split_whitespace().all(is_demonym);
+        return match (before_noun, peoples) {
+            (true, true) => 1.5,
+            (false, true) => 0.5,
+            (true, false) => 0.0,
+            (false, false) => -1.0,
+        };
+    }
     if adjective {
-        return if noun == Some("nationality") { 1.5 } else { -1.5 };
+        return -1.5;
     }
     if span.at == 0 && !span.text.contains(' ') {
         let lower = span.text.to_lowercase();
@@ -241,7 +250,17 @@ fn fit(kind: AnswerKind, noun: Option<&str>, span: &Span, sentence: &str, window
     score
 }
 
-/// Spans that cannot be answers: a lone capitalised function word, a month, a weekday, a sentence opener.
+/// Whether a capitalised word has the shape of an English adjective of a people: "Chinese", "American",
+/// "Swedish", "Icelandic", "Pakistani", "French".
+fn is_demonym(word: &str) -> bool {
+    let lower = word.to_lowercase();
+    word.chars().next().is_some_and(char::is_uppercase)
+        && lower.len() > 3
+        && ["an", "ese", "ish", "ic", "i", "ch"].iter().any(|end| lower.ends_with(end))
+}
+
+/// Spans that cannot be answers: a lone capitalised function word, a month, a weekday, a sentence opener, a
+/// company's suffix.
 fn is_noise(span: &str) -> bool {
     const OTHERS: &[&str] = &[
         "monday",
@@ -259,6 +278,13 @@ fn is_noise(span: &str) -> bool {
         "since",
         "following",
         "according",
+        // A company's or a person's suffix alone: "Inc" in "Cartoon Network, Inc".
+        "inc",
+        "ltd",
+        "llc",
+        "corp",
+        "jr",
+        "sr",
     ];
     let lower = span.to_lowercase();
     lower.len() < 2
@@ -293,6 +319,39 @@ struct Tally<'a> {
     card: &'a Card,
     /// The best place it appears in a card about something the question names: the citation a reader checks.
     about: Option<(f32, &'a Card)>,
+    /// A date's value, when the candidate is one.
+    date: Option<spans::DateValue>,
+}
+
+/// Whether date `fuller` says all that `less` does and more: "16 August 1967" for "1967" or "August 1967".
+fn refines(fuller: spans::DateValue, less: spans::DateValue) -> bool {
+    let (y, m, d) = less;
+    fuller != less && fuller.0 == y && (m == 0 || fuller.1 == m) && (d == 0 || fuller.2 == d) && y != 0
+}
+
+/// A date that the evidence also gives more fully counts for the fuller one, the best placed where it gives
+/// several: the year a sentence mentions is most often the day another sentence dates.
+fn merge_dates(tally: &mut Vec<Tally<'_>>) {
+    let mut i = 0;
+    while i < tally.len() {
+        let fuller = tally[i].date.and_then(|less| {
+            (0..tally.len())
+                .filter(|j| tally[*j].date.is_some_and(|f| refines(f, less)))
+                .max_by(|x, y| tally[*x].best.total_cmp(&tally[*y].best))
+        });
+        match fuller {
+            Some(j) => {
+                let less = tally.remove(i);
+                let into = &mut tally[if j > i { j - 1 } else { j }];
+                into.seen += less.seen;
+                into.best = into.best.max(less.best);
+                if into.about.is_none() {
+                    into.about = less.about;
+                }
+            }
+            None => i += 1,
+        }
+    }
 }
 
 fn extract<'a>(a: &Asked, question: &str, window: &[&'a Card], links: usize) -> Option<Reading<'a>> {
@@ -334,7 +393,14 @@ fn extract<'a>(a: &Asked, question: &str, window: &[&'a Card], links: usize) -> 
         };
         let chain = chain + link;
         for (j, sentence) in text::sentences(&card.hit.text).into_iter().enumerate() {
-            let cues = cue_positions(sentence, &a.cues);
+            let mut cues = cue_positions(sentence, &a.cues);
+            // A people's adjective says a nationality ("an American singer") without the word.
+            if let Some(i) = a.cues.iter().position(|c| c == "nationality")
+                && cues.iter().all(|c| c.1 != i)
+                && let Some(at) = spans::names(sentence).iter().find(|n| n.text.split_whitespace().all(is_demonym))
+            {
+                cues.push((at.at, i));
+            }
             let mut distinct: Vec<usize> = cues.iter().map(|c| c.1).collect();
             distinct.sort_unstable();
             distinct.dedup();
@@ -447,13 +513,27 @@ fn extract<'a>(a: &Asked, question: &str, window: &[&'a Card], links: usize) -> 
                         seen: 1,
                         card,
                         about: about_card,
+                        date: match span.shape {
+                            Shape::Date(value) => Some(value),
+                            _ => None,
+                        },
                     }),
                 }
             }
         }
     }
+    merge_dates(&mut tally);
     let total = |t: &Tally| t.best + 0.3 * (t.seen as f32 - 1.0).min(3.0);
     let best = tally.iter().max_by(|x, y| total(x).total_cmp(&total(y)))?;
+    // "In what year …" asks for the year of the day the evidence dates.
+    if a.noun.as_deref() == Some("year")
+        && let Some((year, _, _)) = best.date
+        && year > 0
+        && best.text.contains(&year.to_string())
+    {
+        let card = best.about.map_or(best.card, |(_, c)| c);
+        return Some(Reading { text: year.to_string(), kind: a.kind, cards: vec![card] });
+    }
     // "In what state …" asks for the region of "Philadelphia, Pennsylvania".
     // "In what county …" asks for the part of "DuPage County, Illinois" that is a county.
     let noun = a.noun.as_deref().unwrap_or("");

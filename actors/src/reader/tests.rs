@@ -160,3 +160,29 @@ fn no_answer_is_read_from_evidence_that_says_nothing_of_the_question() {
     let cards = [card(1, "Toronto", "Toronto is the largest city in Canada.")];
     assert!(answer("When did John Keats die?", &cards, 0).is_none());
 }
+
+#[test]
+fn a_year_the_evidence_also_dates_fully_is_answered_with_the_full_date_unless_the_year_is_asked() {
+    let cards = [card(
+        1,
+        "What a Wonderful World",
+        "What a Wonderful World is a song recorded by Louis Armstrong in 1967. Armstrong recorded What a Wonderful \
+         World on August 16, 1967, in Las Vegas.",
+    )];
+    let when = answer("When did Louis Armstrong record What a Wonderful World?", &cards, 0).unwrap();
+    assert_eq!(when.0, "August 16, 1967");
+    let year = answer("In what year did Louis Armstrong record What a Wonderful World?", &cards, 0).unwrap();
+    assert_eq!(year.0, "1967");
+}
+
+#[test]
+fn a_nationality_is_the_adjective_of_a_people() {
+    let cards = [card(
+        1,
+        "Leo Fong",
+        "Leo Fong (born November 23, 1928) is a Chinese American actor, martial artist, boxer, and former \
+         Methodist minister.",
+    )];
+    let got = answer("What nationality is Leo Fong?", &cards, 0).unwrap().0;
+    assert!(got.starts_with("Chinese"), "{got}");
+}
