@@ -183,8 +183,7 @@ fn fit(kind: AnswerKind, noun: Option<&str>, span: &Span, sentence: &str, window
     let adjective = !span.text.contains(' ') && before_noun;
     if noun == Some("nationality") {
         // A nationality is an adjective of a people ("Chinese American actor", "Swedish"), not a church or a band.
-        let peoples = span.text.split_whitespace().all(is_demonym);
-        return match (before_noun, peoples) {
+        return match (before_noun, names_a_people(&span.text)) {
             (true, true) => 1.5,
             (false, true) => 0.5,
             (true, false) => 0.0,
@@ -250,13 +249,15 @@ fn fit(kind: AnswerKind, noun: Option<&str>, span: &Span, sentence: &str, window
     score
 }
 
-/// Whether a capitalised word has the shape of an English adjective of a people: "Chinese", "American",
+/// Whether every word of a name has the shape of an English adjective of a people: "Chinese American",
 /// "Swedish", "Icelandic", "Pakistani", "French".
-fn is_demonym(word: &str) -> bool {
-    let lower = word.to_lowercase();
-    word.chars().next().is_some_and(char::is_uppercase)
-        && lower.len() > 3
-        && ["an", "ese", "ish", "ic", "i", "ch"].iter().any(|end| lower.ends_with(end))
+fn names_a_people(name: &str) -> bool {
+    name.split_whitespace().all(|word| {
+        let lower = word.to_lowercase();
+        word.chars().next().is_some_and(char::is_uppercase)
+            && lower.len() > 3
+            && ["an", "ese", "ish", "ic", "i", "ch"].iter().any(|end| lower.ends_with(end))
+    })
 }
 
 /// Spans that cannot be answers: a lone capitalised function word, a month, a weekday, a sentence opener, a
@@ -341,13 +342,12 @@ fn merge_dates(tally: &mut Vec<Tally<'_>>) {
         });
         match fuller {
             Some(j) => {
-                let less = tally.remove(i);
-                let into = &mut tally[if j > i { j - 1 } else { j }];
-                into.seen += less.seen;
-                into.best = into.best.max(less.best);
-                if into.about.is_none() {
-                    into.about = less.about;
-                }
+                let (seen, best, about) = (tally[i].seen, tally[i].best, tally[i].about);
+                let into = &mut tally[j];
+                into.seen += seen;
+                into.best = into.best.max(best);
+                into.about = into.about.or(about);
+                tally.remove(i);
             }
             None => i += 1,
         }
@@ -397,7 +397,7 @@ fn extract<'a>(a: &Asked, question: &str, window: &[&'a Card], links: usize) -> 
             // A people's adjective says a nationality ("an American singer") without the word.
             if let Some(i) = a.cues.iter().position(|c| c == "nationality")
                 && cues.iter().all(|c| c.1 != i)
-                && let Some(at) = spans::names(sentence).iter().find(|n| n.text.split_whitespace().all(is_demonym))
+                && let Some(at) = spans::names(sentence).iter().find(|n| names_a_people(&n.text))
             {
                 cues.push((at.at, i));
             }
@@ -525,21 +525,15 @@ fn extract<'a>(a: &Asked, question: &str, window: &[&'a Card], links: usize) -> 
     merge_dates(&mut tally);
     let total = |t: &Tally| t.best + 0.3 * (t.seen as f32 - 1.0).min(3.0);
     let best = tally.iter().max_by(|x, y| total(x).total_cmp(&total(y)))?;
+    let noun = a.noun.as_deref().unwrap_or("");
     // "In what year …" asks for the year of the day the evidence dates.
-    if a.noun.as_deref() == Some("year")
-        && let Some((year, _, _)) = best.date
-        && year > 0
-        && best.text.contains(&year.to_string())
-    {
-        let card = best.about.map_or(best.card, |(_, c)| c);
-        return Some(Reading { text: year.to_string(), kind: a.kind, cards: vec![card] });
-    }
+    let year = best.date.map(|(y, _, _)| y.to_string()).filter(|y| noun == "year" && best.text.contains(y.as_str()));
     // "In what state …" asks for the region of "Philadelphia, Pennsylvania".
     // "In what county …" asks for the part of "DuPage County, Illinois" that is a county.
-    let noun = a.noun.as_deref().unwrap_or("");
-    let text = match best.text.split_once(", ") {
-        Some((part, _)) if text::tokens(part).iter().any(|w| same_word(w, noun)) => part.to_string(),
-        Some(_) if REGION_NOUNS.contains(&noun) => best.text.rsplit_once(", ").map_or("", |p| p.1).to_string(),
+    let text = match (year, best.text.split_once(", ")) {
+        (Some(year), _) => year,
+        (None, Some((part, _))) if text::tokens(part).iter().any(|w| same_word(w, noun)) => part.to_string(),
+        (None, Some(_)) if REGION_NOUNS.contains(&noun) => best.text.rsplit_once(", ").map_or("", |p| p.1).to_string(),
         _ => best.text.clone(),
     };
     let card = best.about.map_or(best.card, |(_, c)| c);
