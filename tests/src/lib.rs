@@ -5,6 +5,7 @@
 //! `SLEUTH_TEST_DATABASE_URL`. A missing service fails the test with a message naming what to
 //! install; it never passes silently.
 
+pub mod gateway;
 pub mod llm;
 pub mod nats;
 pub mod otlp;
