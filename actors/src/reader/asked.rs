@@ -42,6 +42,9 @@ pub struct Asked {
     /// `["director", "film"]`, "X's mother" gives `["mother"]`. Each is the describing noun and the words after it
     /// up to the next name.
     pub links: Vec<Vec<String>>,
+    /// The question asks where someone works or studies: the answer is an institution ("UCLA", "Yale College"),
+    /// not the city it stands in.
+    pub institution: bool,
 }
 
 impl Asked {
@@ -87,6 +90,30 @@ fn chain_descriptions(q: &str, name_words: &[String]) -> Vec<Vec<String>> {
     }
     out
 }
+
+/// Verbs and nouns of working and studying: "Where did X study?" asks for a school, "where does X work" for an
+/// employer. An English vocabulary, not any data set's relation names.
+const INSTITUTION_CUES: &[&str] = &[
+    "work",
+    "worked",
+    "works",
+    "study",
+    "studied",
+    "studies",
+    "educated",
+    "education",
+    "attend",
+    "attended",
+    "teach",
+    "taught",
+    "teaches",
+    "graduate",
+    "graduated",
+    "employed",
+    "employer",
+    "enrolled",
+    "alma",
+];
 
 const AUXILIARIES: &[&str] =
     &["is", "are", "was", "were", "do", "does", "did", "has", "have", "had", "can", "could", "will", "would", "should"];
@@ -317,7 +344,9 @@ pub fn asked(question: &str) -> Asked {
         noun: noun.clone(),
         heads: head_words(&lower),
         links: chain_descriptions(q, &name_words),
+        institution: false,
     };
+    out.institution = out.cues.iter().any(|c| INSTITUTION_CUES.contains(&c.as_str()));
 
     // A choice between two named things: "Which film came out first, X or Y?"
     let wh_start = ["which", "who", "what", "whose", "whom"].contains(&first.as_str());
@@ -465,6 +494,13 @@ mod tests {
         assert_eq!(asked("The state has how many congressional districts?").heads, ["congressional", "districts"]);
         assert_eq!(asked("What is the name of the city where Ada Lee died?").kind, AnswerKind::Place);
         assert!(asked("Who directed Spirited Away?").heads.is_empty());
+    }
+
+    #[test]
+    fn working_and_studying_ask_for_an_institution() {
+        assert!(asked("Where does the director of film Night Ferry work at?").institution);
+        assert!(asked("Where did Ada Lee's father study?").institution);
+        assert!(!asked("Where did Ada Lee's father die?").institution);
     }
 
     #[test]

@@ -165,8 +165,61 @@ const PLACE_WORDS: &[&str] = &[
 ];
 const PERSON_WORDS: &[&str] = &["born", "died", "he", "she", "his", "her", "actor", "actress", "singer", "writer"];
 
+/// Last words that name an institution one works or studies at: "Yale College", "Abingdon School".
+const INSTITUTION_HEADS: &[&str] = &[
+    "university",
+    "college",
+    "school",
+    "institute",
+    "institution",
+    "academy",
+    "conservatory",
+    "conservatoire",
+    "seminary",
+    "polytechnic",
+    "hospital",
+    "laboratory",
+    "observatory",
+    "museum",
+    "gymnasium",
+    "lyceum",
+    "faculty",
+    "company",
+    "corporation",
+    "studio",
+    "studios",
+    "library",
+    "theatre",
+    "theater",
+];
+
+/// Whether a name is an institution's: headed by an institution's noun ("Yale College", "University of
+/// Oxford") or an acronym of three to six capitals ("UCLA", "VGIK").
+fn is_institution(name: &str) -> bool {
+    let words = text::tokens(name);
+    let headed = |w: Option<&String>| w.is_some_and(|w| INSTITUTION_HEADS.contains(&w.as_str()));
+    let acronym = (3..=6).contains(&name.len()) && name.chars().all(|c| c.is_ascii_uppercase());
+    headed(words.last()) || headed(words.first()) || acronym
+}
+
+/// An office held at a place or an institution names the place: "President of Yale College" is at "Yale
+/// College", "Mayor of Lyon" in "Lyon".
+fn past_office(span: Span) -> Span {
+    match span.text.split_once(" of ") {
+        Some((office, rest))
+            if !office.contains(' ')
+                && rest.starts_with(char::is_uppercase)
+                && asked::is_person_noun(&office.to_lowercase()) =>
+        {
+            Span { at: span.at + office.len() + 4, text: rest.to_string(), shape: span.shape }
+        }
+        _ => span,
+    }
+}
+
 /// How well a name fits the kind asked, from the words around it and from its own card when the window has one.
-fn fit(kind: AnswerKind, noun: Option<&str>, span: &Span, sentence: &str, window: &[&Card]) -> f32 {
+fn fit(a: &Asked, span: &Span, sentence: &str, window: &[&Card]) -> f32 {
+    let (kind, noun) = (a.kind, a.noun.as_deref());
     let before = spans::words_before(sentence, span.at, 2);
     let prev = before.last().map(String::as_str).unwrap_or("");
     let after = sentence[span.at + span.text.len()..].trim_start();
@@ -200,6 +253,13 @@ fn fit(kind: AnswerKind, noun: Option<&str>, span: &Span, sentence: &str, window
         }
     }
     match kind {
+        // Where someone works or studies is an institution, wherever it stands.
+        AnswerKind::Place if a.institution && is_institution(&span.text) => {
+            score += 1.5;
+            if ["at", "of", "from"].contains(&prev) {
+                score += 1.0;
+            }
+        }
         AnswerKind::Place => {
             if ["in", "at", "from", "near", "of"].contains(&prev) {
                 score += 1.0;
@@ -433,7 +493,8 @@ fn extract<'a>(a: &Asked, question: &str, window: &[&'a Card], links: usize) -> 
                     .unwrap_or_default(),
                 _ => spans::names(sentence),
             };
-            for mut span in found {
+            for span in found {
+                let mut span = if a.kind == AnswerKind::Place { past_office(span) } else { span };
                 // A count's unit that the question already gives ("how many congressional districts") marks the
                 // number asked for, and is not repeated in the answer.
                 let mut counted = false;
@@ -476,9 +537,7 @@ fn extract<'a>(a: &Asked, question: &str, window: &[&'a Card], links: usize) -> 
                     .fold(f32::MAX, f32::min);
                 let proximity = if near == f32::MAX { 0.0 } else { 2.0 / (1.0 + near / 3.0) };
                 let shape_fit = match span.shape {
-                    Shape::Name if a.kind != AnswerKind::Phrase => {
-                        fit(a.kind, a.noun.as_deref(), &span, sentence, window)
-                    }
+                    Shape::Name if a.kind != AnswerKind::Phrase => fit(a, &span, sentence, window),
                     _ => 0.0,
                 };
                 // A name headed by the asked noun ("Sangre de Cristo Range" for "what mountain range") is of the

@@ -186,3 +186,30 @@ fn a_nationality_is_the_adjective_of_a_people() {
     let got = answer("What nationality is Leo Fong?", &cards, 0).unwrap().0;
     assert!(got.starts_with("Chinese"), "{got}");
 }
+
+#[test]
+fn where_someone_works_or_studies_is_an_institution_not_its_city() {
+    let cards = [
+        card(1, "Night Ferry", "Night Ferry is a 1952 American film noir directed by Dan Hale."),
+        card(
+            2,
+            "Dan Hale",
+            "Dan Hale (6 April 1920 in Winnetka, Illinois – 19 December 1997 in Los Angeles, California) was an \
+             American film director. Hale later taught film studies at UCLA and Santa Monica City College.",
+        ),
+    ];
+    let (text, cited) = answer("Where does the director of film Night Ferry work at?", &cards, 1).unwrap();
+    assert_eq!(text, "UCLA");
+    assert_eq!(cited, [2]);
+    // An office held at an institution names the institution.
+    let cards = [
+        card(1, "Ada Lee Woolf", "Ada Lee Woolf was an American lawyer, the daughter of Mary Ann Woolf."),
+        card(
+            2,
+            "Mary Ann Woolf",
+            "Mary Ann Woolf (1801 – 1889) was an American academic and President of Kell College.",
+        ),
+    ];
+    let (text, _) = answer("Where did Ada Lee Woolf's mother study?", &cards, 1).unwrap();
+    assert_eq!(text, "Kell College");
+}
