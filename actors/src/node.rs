@@ -1,11 +1,17 @@
 //! [`Node`]: one process's running stages, wired to a bus and a state store. `Node::embedded` is the
 //! single-process default; `Node::distributed` attaches the chosen stages to NATS JetStream.
 
-use std::{sync::Arc, time::Duration};
+use std::{
+    sync::{
+        Arc,
+        atomic::{AtomicBool, Ordering},
+    },
+    time::Duration,
+};
 
 use anyhow::Context;
 use futures::StreamExt;
-use ractor::{Actor, ActorRef};
+use ractor::{Actor, ActorRef, ActorStatus};
 use sleuth_messages::{AskReply, AskRequest, ErrorKind, ErrorResponse, Event, EventBody, Outcome, Stage};
 use tokio::task::JoinHandle;
 
@@ -262,25 +268,18 @@ impl Node {
         let timers = ctx.bus.deadlines().await.context("cannot take deadline timers")?;
         let (supervisor, supervisor_handle) =
             Actor::spawn(None, NodeSupervisor, args).await.context("cannot start the supervisors")?;
-        let mut tasks = Vec::new();
-        let watcher_ctx = ctx.clone();
-        tasks.push(tokio::spawn(async move {
-            if let Err(e) = dead_letters::watch(watcher_ctx, letters).await {
-                tracing::error!(error = format!("{e:#}"), "dead-letter watcher stopped");
-            }
-        }));
-        let cancel_ctx = ctx.clone();
-        tasks.push(tokio::spawn(async move {
-            if let Err(e) = cancel::listen(cancel_ctx, cancels).await {
-                tracing::error!(error = format!("{e:#}"), "cancellation listener stopped");
-            }
-        }));
-        let watchdog_ctx = ctx.clone();
-        tasks.push(tokio::spawn(async move {
-            if let Err(e) = watchdog::run(watchdog_ctx, timers).await {
-                tracing::error!(error = format!("{e:#}"), "deadline watchdog stopped");
-            }
-        }));
+        // A process whose watchdog, cancellation listener, dead-letter watcher or supervisors stopped takes work
+        // it can no longer finish: `/healthz` fails so that a restart brings them back.
+        let tasks = vec![
+            spawn_vital(&health, "dead-letter watcher", dead_letters::watch(ctx.clone(), letters)),
+            spawn_vital(&health, "cancellation listener", cancel::listen(ctx.clone(), cancels)),
+            spawn_vital(&health, "deadline watchdog", watchdog::run(ctx.clone(), timers)),
+        ];
+        let root = supervisor.clone();
+        health.add_vital(move || match root.get_status() {
+            ActorStatus::Stopping | ActorStatus::Stopped => Err("the stage supervisors stopped".into()),
+            _ => Ok(()),
+        });
         Ok(Node {
             ctx,
             health,
@@ -494,5 +493,41 @@ pub fn record_reply(root: &tracing::Span, reply: &AskReply) {
             root.record("sleuth.termination_reason", format!("error: {:?}", error.kind).to_lowercase());
             crate::telemetry::record_error(root, &error.message);
         }
+    }
+}
+
+/// Runs a loop the process cannot work without; `/healthz` fails once it has stopped, for whatever reason.
+fn spawn_vital(
+    health: &Health,
+    what: &'static str,
+    run: impl Future<Output = anyhow::Result<()>> + Send + 'static,
+) -> JoinHandle<()> {
+    let stopped = Arc::new(AtomicBool::new(false));
+    let flag = stopped.clone();
+    health.add_vital(move || if flag.load(Ordering::SeqCst) { Err(format!("the {what} stopped")) } else { Ok(()) });
+    tokio::spawn(async move {
+        if let Err(e) = run.await {
+            tracing::error!(error = format!("{e:#}"), task = what, "a vital task stopped");
+        }
+        stopped.store(true, Ordering::SeqCst);
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn a_vital_task_that_stops_makes_the_process_stuck() {
+        let health = Health::default();
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let running = spawn_vital(&health, "deadline watchdog", async move {
+            let _ = stopped.await;
+            anyhow::bail!("the timers' consumer was deleted")
+        });
+        assert_eq!(health.liveness(), Ok(()));
+        stop.send(()).expect("the task is waiting");
+        running.await.expect("the task ends");
+        assert_eq!(health.liveness(), Err("the deadline watchdog stopped".into()));
     }
 }

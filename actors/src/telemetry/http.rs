@@ -1,6 +1,6 @@
-//! The HTTP side of a serving process: `/metrics` (Prometheus text format), `/healthz` (the process is alive)
-//! and `/readyz` (it can take work: connected to NATS, backends open, not draining). Kubernetes probes and
-//! Prometheus scrape these.
+//! The HTTP side of a serving process: `/metrics` (Prometheus text format), `/healthz` (the process is alive:
+//! none of the loops it cannot work without has stopped) and `/readyz` (it can take work: connected to NATS,
+//! backends open, not draining). Kubernetes probes and Prometheus scrape these.
 
 use std::{
     net::SocketAddr,
@@ -25,6 +25,8 @@ pub struct Health {
     /// Why the process is not ready yet (e.g. a backend it is still retrying).
     waiting_for: Mutex<Option<String>>,
     checks: Mutex<Vec<Check>>,
+    /// Conditions without which the process is stuck, whatever its connections: `/healthz` fails on any.
+    vital: Mutex<Vec<Check>>,
     collectors: Mutex<Vec<Collector>>,
 }
 
@@ -48,6 +50,20 @@ impl Health {
     /// A condition `/readyz` checks on every probe, e.g. the NATS connection.
     pub fn add_check(&self, check: impl Fn() -> Result<(), String> + Send + Sync + 'static) {
         self.checks.lock().unwrap_or_else(|e| e.into_inner()).push(Box::new(check));
+    }
+
+    /// A condition `/healthz` checks on every probe: when it fails the process is stuck and only a restart helps,
+    /// e.g. its deadline watchdog has stopped.
+    pub fn add_vital(&self, check: impl Fn() -> Result<(), String> + Send + Sync + 'static) {
+        self.vital.lock().unwrap_or_else(|e| e.into_inner()).push(Box::new(check));
+    }
+
+    /// `Ok` while the process is alive, or what it is stuck on.
+    pub fn liveness(&self) -> Result<(), String> {
+        for check in self.vital.lock().unwrap_or_else(|e| e.into_inner()).iter() {
+            check()?;
+        }
+        Ok(())
     }
 
     /// Runs before every `/metrics` render, to copy counters kept elsewhere into the registry.
@@ -85,8 +101,11 @@ async fn metrics(State(health): State<Arc<Health>>) -> impl IntoResponse {
     }
 }
 
-async fn healthz() -> &'static str {
-    "ok\n"
+async fn healthz(State(health): State<Arc<Health>>) -> (StatusCode, String) {
+    match health.liveness() {
+        Ok(()) => (StatusCode::OK, "ok\n".into()),
+        Err(why) => (StatusCode::SERVICE_UNAVAILABLE, format!("stuck: {why}\n")),
+    }
 }
 
 async fn readyz(State(health): State<Arc<Health>>) -> (StatusCode, String) {
@@ -156,5 +175,18 @@ mod tests {
         assert_eq!(health.readiness(), Ok(()));
         health.set_draining();
         assert!(health.readiness().unwrap_err().starts_with("draining"));
+    }
+
+    #[test]
+    fn liveness_fails_once_a_vital_condition_does() {
+        let health = Health::default();
+        assert_eq!(health.liveness(), Ok(()));
+        let stopped = Arc::new(AtomicBool::new(false));
+        let flag = stopped.clone();
+        health.add_vital(move || if flag.load(Ordering::SeqCst) { Err("the watchdog stopped".into()) } else { Ok(()) });
+        assert_eq!(health.liveness(), Ok(()));
+        stopped.store(true, Ordering::SeqCst);
+        assert_eq!(health.liveness(), Err("the watchdog stopped".into()));
+        assert_eq!(health.readiness(), Err("starting".into()), "liveness is not readiness");
     }
 }
