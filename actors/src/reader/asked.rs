@@ -374,6 +374,19 @@ pub fn asked(question: &str) -> Asked {
         out.options = vec![clean_option(&c[1]), clean_option(&c[2])];
         return out;
     }
+    // "Little Caesars and Pizza Hut were founded within a year of each other. Which was the first to serve
+    // pizza?": the options are the two things a statement before the question joins.
+    let said = text::sentences(q);
+    if wh_start
+        && order.is_some()
+        && let [opening, _, ..] = said.as_slice()
+        && let [x, y, ..] = text::name_spans(opening).as_slice()
+        && text::mentions(opening, &format!("{x} and {y}"))
+    {
+        out.kind = AnswerKind::Choice;
+        out.options = vec![x.clone(), y.clone()];
+        return out;
+    }
     if AUXILIARIES.contains(&first.as_str()) {
         out.kind = AnswerKind::YesNo;
         out.same = SAME.captures(&lower).map(|c| c[1].to_string());
@@ -457,6 +470,7 @@ mod tests {
             ("The band was formed in what year?", AnswerKind::Date),
             ("Ann Lee has an OBE. Does Bo Ek also have one?", AnswerKind::YesNo),
             ("Between Ann Lee and Bo Ek, which writer had a more diverse career?", AnswerKind::Choice),
+            ("Ann Lee and Bo Ek were born a year apart. Which was born first?", AnswerKind::Choice),
         ];
         for (question, kind) in cases {
             assert_eq!(asked(question).kind, *kind, "{question}");
@@ -474,6 +488,9 @@ mod tests {
         let b = asked("Who lived longer, Ada Lovelace or Charles Babbage?");
         assert!(b.lifespan);
         assert_eq!(asked("Which came first, A or B?").order, Some(Order::Least));
+        let stated =
+            asked("Little Caesars and Pizza Hut were founded a year apart. Which was the first to serve pizza?");
+        assert_eq!(stated.options, ["Little Caesars", "Pizza Hut"]);
     }
 
     #[test]
