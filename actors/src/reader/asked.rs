@@ -330,6 +330,7 @@ pub fn asked(question: &str) -> Asked {
         .into_iter()
         .filter(|w| !name_words.contains(w) && !LEAST.contains(&w.as_str()) && !MOST.contains(&w.as_str()))
         .collect();
+    let institution = cues.iter().any(|c| INSTITUTION_CUES.contains(&c.as_str()));
     let noun = wh_noun(&lower);
     let lifespan = has_phrase(&lower, "lived longer") || has_phrase(&lower, "live longer");
     let order = order_of(&words);
@@ -344,9 +345,8 @@ pub fn asked(question: &str) -> Asked {
         noun: noun.clone(),
         heads: head_words(&lower),
         links: chain_descriptions(q, &name_words),
-        institution: false,
+        institution,
     };
-    out.institution = out.cues.iter().any(|c| INSTITUTION_CUES.contains(&c.as_str()));
 
     // A choice between two named things: "Which film came out first, X or Y?"
     let wh_start = ["which", "who", "what", "whose", "whom"].contains(&first.as_str());

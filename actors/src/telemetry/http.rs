@@ -60,10 +60,7 @@ impl Health {
 
     /// `Ok` while the process is alive, or what it is stuck on.
     pub fn liveness(&self) -> Result<(), String> {
-        for check in self.vital.lock().unwrap_or_else(|e| e.into_inner()).iter() {
-            check()?;
-        }
-        Ok(())
+        all_pass(&self.vital)
     }
 
     /// Runs before every `/metrics` render, to copy counters kept elsewhere into the registry.
@@ -80,10 +77,7 @@ impl Health {
             let why = self.waiting_for.lock().unwrap_or_else(|e| e.into_inner()).clone();
             return Err(why.unwrap_or_else(|| "starting".into()));
         }
-        for check in self.checks.lock().unwrap_or_else(|e| e.into_inner()).iter() {
-            check()?;
-        }
-        Ok(())
+        all_pass(&self.checks)
     }
 
     fn collect(&self) {
@@ -91,6 +85,11 @@ impl Health {
             collect();
         }
     }
+}
+
+/// `Ok` when every check passes, or the first failure.
+fn all_pass(checks: &Mutex<Vec<Check>>) -> Result<(), String> {
+    checks.lock().unwrap_or_else(|e| e.into_inner()).iter().try_for_each(|check| check())
 }
 
 async fn metrics(State(health): State<Arc<Health>>) -> impl IntoResponse {
