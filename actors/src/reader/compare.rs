@@ -197,6 +197,21 @@ pub fn choose<'a>(a: &Asked, window: &[&'a Card]) -> Option<Reading<'a>> {
     Some(Reading { text: pick.0.clone(), kind: AnswerKind::Choice, cards })
 }
 
+/// A comparison's options as answers: the one [`choose`] picks first, then the other, each cited by its card.
+pub fn options<'a>(a: &Asked, window: &[&'a Card]) -> Vec<Reading<'a>> {
+    let picked = choose(a, window);
+    let mut found: Vec<Reading<'a>> = picked.into_iter().collect();
+    for option in &a.options {
+        if found.iter().any(|r| r.text == *option) {
+            continue;
+        }
+        if let Some(card) = option_card(window, option) {
+            found.push(Reading { text: option.clone(), kind: AnswerKind::Choice, cards: vec![card] });
+        }
+    }
+    found
+}
+
 /// The names in a card's first two sentences, other than its own title's: where it is, what it is.
 fn descriptors(card: &Card) -> Vec<String> {
     let title = text::tokens(&card.hit.title);

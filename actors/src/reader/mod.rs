@@ -7,6 +7,7 @@
 pub mod asked;
 mod compare;
 mod fit;
+mod kin;
 pub mod spans;
 
 use sleuth_messages::{AnswerKind, Card};
@@ -30,15 +31,30 @@ pub struct Reading<'a> {
 /// chain links the question has ("the director of X" has one). `None` when no span of the asked shape is near
 /// anything the question says.
 pub fn read<'a>(question: &str, window: &[&'a Card], links: usize) -> Option<Reading<'a>> {
-    if window.is_empty() {
-        return None;
+    candidates(question, window, links, 1).into_iter().next()
+}
+
+/// The answers the evidence offers, best first, at most `k`, each with the cards that write it: [`read`]'s
+/// answer, then the other spans of the asked shape it weighed; for a comparison both options, for yes/no both
+/// words. An LLM reader chooses among them, so that what it answers is written in a card it cites.
+pub fn candidates<'a>(question: &str, window: &[&'a Card], links: usize, k: usize) -> Vec<Reading<'a>> {
+    if window.is_empty() || k == 0 {
+        return Vec::new();
     }
     let a = asked::asked(question);
-    match a.kind {
-        AnswerKind::Choice => compare::choose(&a, window),
-        AnswerKind::YesNo => compare::yes_no(&a, window),
+    let mut found = match a.kind {
+        AnswerKind::Choice => compare::options(&a, window),
+        AnswerKind::YesNo => compare::yes_no(&a, window)
+            .map(|r| {
+                let other = if r.text == "yes" { "no" } else { "yes" };
+                let flip = Reading { text: other.into(), kind: r.kind, cards: r.cards.clone() };
+                vec![r, flip]
+            })
+            .unwrap_or_default(),
         _ => extract(&a, question, window, links),
-    }
+    };
+    found.truncate(k);
+    found
 }
 
 /// True when a sentence word matches a question word: the same stem, or one a prefix of the other.
@@ -61,6 +77,14 @@ fn life_abbreviation(before: &str, word: &str) -> Option<&'static str> {
     }
 }
 
+/// A life's span "(795 – 29 September 855)": the dash between two dates inside a parenthesis stands for "died".
+fn life_dash(before: &str, word: &str) -> Option<&'static str> {
+    let dash = matches!(word.trim(), "–" | "—" | "-");
+    let open = before.matches('(').count() > before.matches(')').count();
+    let after_number = before.trim_end().chars().last().is_some_and(|c| c.is_ascii_digit());
+    (dash && open && after_number).then_some("died")
+}
+
 /// Byte offsets of the question's cue words in a sentence.
 fn cue_positions(sentence: &str, cues: &[String]) -> Vec<(usize, usize)> {
     let mut out = Vec::new();
@@ -69,6 +93,7 @@ fn cue_positions(sentence: &str, cues: &[String]) -> Vec<(usize, usize)> {
         let at = offset;
         offset += word.len();
         let w = word.trim_matches(|c: char| !c.is_alphanumeric()).to_lowercase();
+        let w = if w.is_empty() { life_dash(&sentence[..at], word).map_or(w, str::to_string) } else { w };
         if w.is_empty() {
             continue;
         }
@@ -238,7 +263,8 @@ fn merge_dates(tally: &mut Vec<Tally<'_>>) {
     }
 }
 
-fn extract<'a>(a: &Asked, question: &str, window: &[&'a Card], links: usize) -> Option<Reading<'a>> {
+/// Every candidate span of the asked shape, best first.
+fn extract<'a>(a: &Asked, question: &str, window: &[&'a Card], links: usize) -> Vec<Reading<'a>> {
     let question_names: Vec<String> = text::name_spans(question);
     let depth = depths(question, window);
     let target = links + 1;
@@ -249,6 +275,9 @@ fn extract<'a>(a: &Asked, question: &str, window: &[&'a Card], links: usize) -> 
     // with ("die"): "married to T (died 875)" does not make T the mother.
     let link_cues: Vec<String> = a.cues.iter().filter(|c| !final_cues.contains(c)).cloned().collect();
     let link_cues = if link_cues.is_empty() { a.cues.clone() } else { link_cues };
+    // A family link is also said from its other end ("son of X" for X's mother), and names a sex.
+    let link_sex = kin::asked_sex(&link_cues);
+    let link_cues = kin::widen(&link_cues);
     let mut tally: Vec<Tally<'a>> = Vec::new();
     for (rank, card) in window.iter().copied().enumerate() {
         // A card whose title is only the question's own words ("Place of birth") defines the question's terms;
@@ -275,7 +304,11 @@ fn extract<'a>(a: &Asked, question: &str, window: &[&'a Card], links: usize) -> 
                 .map_or(0.0, |gap| 1.0 / (1.0 + gap as f32 / 2.0)),
             _ => 0.0,
         };
-        let chain = chain + link;
+        // The relative asked for is of the sex the link names: "X's mother" is not the card whose pronouns say he.
+        let other_sex = links > 0
+            && depth[rank] == Some(links)
+            && link_sex.is_some_and(|asked| kin::sex_of(card).is_some_and(|sex| sex != asked));
+        let chain = chain + link - if other_sex { 2.0 } else { 0.0 };
         for (j, sentence) in text::sentences(&card.hit.text).into_iter().enumerate() {
             let mut cues = cue_positions(sentence, &a.cues);
             // A people's adjective says a nationality ("an American singer") without the word.
@@ -407,7 +440,21 @@ fn extract<'a>(a: &Asked, question: &str, window: &[&'a Card], links: usize) -> 
     }
     merge_dates(&mut tally);
     let total = |t: &Tally| t.best + 0.3 * (t.seen as f32 - 1.0).min(3.0);
-    let best = tally.iter().max_by(|x, y| total(x).total_cmp(&total(y)))?;
+    // Best first; among equals the later found, as the reader has always chosen.
+    tally.reverse();
+    tally.sort_by(|x, y| total(y).total_cmp(&total(x)));
+    let mut readings: Vec<Reading<'a>> = Vec::new();
+    for t in &tally {
+        let reading = answer_of(a, t);
+        if !readings.iter().any(|r| fold(&r.text) == fold(&reading.text)) {
+            readings.push(reading);
+        }
+    }
+    readings
+}
+
+/// A candidate as the answer: the part of it the question's noun asks for, cited by the card that says it best.
+fn answer_of<'a>(a: &Asked, best: &Tally<'a>) -> Reading<'a> {
     let noun = a.noun.as_deref().unwrap_or("");
     // "In what year …" asks for the year of the day the evidence dates.
     let year = best.date.map(|(y, _, _)| y.to_string()).filter(|y| noun == "year" && best.text.contains(y.as_str()));
@@ -420,7 +467,7 @@ fn extract<'a>(a: &Asked, question: &str, window: &[&'a Card], links: usize) -> 
         _ => best.text.clone(),
     };
     let card = best.about.map_or(best.card, |(_, c)| c);
-    Some(Reading { text, kind: a.kind, cards: vec![card] })
+    Reading { text, kind: a.kind, cards: vec![card] }
 }
 
 #[cfg(test)]

@@ -213,3 +213,54 @@ fn where_someone_works_or_studies_is_an_institution_not_its_city() {
     let (text, _) = answer("Where did Ada Lee Woolf's mother study?", &cards, 1).unwrap();
     assert_eq!(text, "Kell College");
 }
+
+#[test]
+fn the_candidates_start_with_the_answer_and_offer_each_alternative_once() {
+    let texts = |question: &str, cards: &[Card], links: usize| -> Vec<String> {
+        let window: Vec<&Card> = cards.iter().collect();
+        candidates(question, &window, links, 6).into_iter().map(|r| r.text).collect()
+    };
+    let cards = [
+        card(1, "Red Dawn", "Red Dawn is a 1984 American war film."),
+        card(2, "Blue Dusk", "Blue Dusk is a 1979 French drama film."),
+    ];
+    assert_eq!(texts("Which film came out first, Red Dawn or Blue Dusk?", &cards, 0), ["Blue Dusk", "Red Dawn"]);
+    let quiet = [
+        card(1, "The Quiet Hour", "The Quiet Hour is a 1971 Canadian drama film directed by Jean Dupont."),
+        card(2, "Jean Dupont", "Jean Dupont (born 3 March 1920 in Montreal) was a director. He died in Paris."),
+    ];
+    let found = texts("Where was the director of film The Quiet Hour born?", &quiet, 1);
+    assert_eq!(found.first().map(String::as_str), Some("Montreal"), "{found:?}");
+    assert!(found.iter().any(|t| t == "Paris"), "{found:?}");
+    let mut unique = found.clone();
+    unique.dedup();
+    assert_eq!(unique.len(), found.len(), "{found:?}");
+    let window: Vec<&Card> = quiet.iter().collect();
+    assert_eq!(candidates("Where was the director of film The Quiet Hour born?", &window, 1, 1).len(), 1);
+}
+
+#[test]
+fn a_mother_is_the_parent_whose_pronouns_say_she_not_the_father_or_the_wife() {
+    let cards = [
+        card(
+            1,
+            "Karl II",
+            "Karl II (835 – 869) was a king. He was the son of Emperor Karl I and Emma of Tours. He was married to \
+             Tilda.",
+        ),
+        card(2, "Tilda", "Tilda (died 875) was a queen. She was the daughter of Boso. Her marriage to Karl II failed."),
+        card(
+            3,
+            "Karl I",
+            "Karl I (795 – 29 September 855) was an emperor. He was the son of Louis. His reign was long.",
+        ),
+        card(4, "Emma of Tours", "Emma of Tours (died 20 March 851) was a Frankish queen. She married Karl I in 821."),
+    ];
+    assert_eq!(answer("When did Karl II's mother die?", &cards, 1).unwrap().0, "20 March 851");
+    let window: Vec<&Card> = cards.iter().collect();
+    let all: Vec<(String, u32)> = candidates("When did Karl II's father die?", &window, 1, 6)
+        .into_iter()
+        .map(|r| (r.text, r.cards[0].n))
+        .collect();
+    assert_eq!(all.first().map(|c| c.0.as_str()), Some("29 September 855"), "{all:?}");
+}
