@@ -70,7 +70,7 @@ async fn the_llm_plans_a_parallel_step_follows_the_grader_and_its_made_up_citati
 
     // The plan once, then a parallel step, the grader's follow-up, and a binding "sufficient".
     assert_eq!(script.requests_for("planner_state").len(), 1);
-    assert_eq!(state.plan.as_ref().unwrap().planner_meta.planner_version, "llm-prompts-v3");
+    assert_eq!(state.plan.as_ref().unwrap().planner_meta.planner_version, sleuth_actors::llm::prompts::VERSION);
     assert_eq!(state.turns.len(), 2, "{:?}", state.turns.iter().map(|t| &t.step.rationale).collect::<Vec<_>>());
     assert_eq!(state.turns[0].step.actions.len(), 2);
     assert_eq!(state.turns[0].outcomes.len(), 2, "both actions ran and joined");

@@ -8,6 +8,7 @@ use sleuth_messages::{Backend, Degradation, LoopState};
 
 use super::{
     Agent, ChatMessage, LlmClient, LlmError, Usage, context,
+    schema::schema_of,
     structured::{self, Structured, StructuredSpec},
 };
 use crate::{machine::budget_spent, telemetry};
@@ -28,15 +29,29 @@ impl LlmAgent {
         state: &LoopState,
         extra: &(dyn Fn(&T) -> Result<(), String> + Sync),
     ) -> Option<Structured<T>> {
-        if budget_spent(state) {
-            tracing::info!(request_id = %state.request_id, agent = agent.as_str(), "token budget spent: deterministic agent");
-            return None;
-        }
         let ctx = context::render(state);
         if ctx.compacted {
             tracing::info!(request_id = %state.request_id, agent = agent.as_str(), "context compacted");
         }
-        let messages = vec![ChatMessage::system(prompt), ChatMessage::user(ctx.text)];
+        self.ask_with(agent, prompt, ctx.text, schema_of::<T>(), state, extra).await
+    }
+
+    /// Asks for a `T` with `prompt` as the system message, `user` as the user message and `schema` (`T`'s own or
+    /// a narrower one made for the request) as the reply's form. `None` when the token budget is spent.
+    pub async fn ask_with<T: StructuredSpec>(
+        &self,
+        agent: Agent,
+        prompt: &str,
+        user: String,
+        schema: serde_json::Value,
+        state: &LoopState,
+        extra: &(dyn Fn(&T) -> Result<(), String> + Sync),
+    ) -> Option<Structured<T>> {
+        if budget_spent(state) {
+            tracing::info!(request_id = %state.request_id, agent = agent.as_str(), "token budget spent: deterministic agent");
+            return None;
+        }
+        let messages = vec![ChatMessage::system(prompt), ChatMessage::user(user)];
         // No call outlives the request, and the planner and grader take at most half of what is left: a slow model
         // leaves the deterministic twin time to search and the synthesizer time to write from what was found.
         let remaining = Duration::from_millis(state.deadline_ms.saturating_sub(telemetry::now_ms()));
@@ -44,7 +59,7 @@ impl LlmAgent {
             Agent::Synthesizer => remaining,
             Agent::Planner | Agent::Grader => remaining / 2,
         };
-        let ask = structured::ask::<T>(&self.client, agent, messages, self.max_repairs, extra);
+        let ask = structured::ask_in::<T>(&self.client, agent, messages, schema, self.max_repairs, extra);
         let out = tokio::time::timeout(allowed, ask).await.unwrap_or_else(|_| Structured {
             result: Err(LlmError::Unavailable(format!(
                 "no usable reply within {} ms, the {} share of the request's time",

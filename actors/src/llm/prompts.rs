@@ -9,10 +9,13 @@ pub const STEP: &str = include_str!("../../prompts/step.v1.md");
 pub const REFLECT: &str = include_str!("../../prompts/reflect.v1.md");
 /// Writes the cited answer (seed 002 §6 synthesize).
 pub const SYNTHESIZE: &str = include_str!("../../prompts/synthesize.v3.md");
+/// Chooses the short answer among those the evidence offers, and cites it (the synthesizer, when the reader
+/// found candidates).
+pub const READ: &str = include_str!("../../prompts/read.v1.md");
 /// Rewrites a conversation's follow-up into a self-contained question (`QueryRewrite`, seed 001 §1).
 pub const REWRITE: &str = include_str!("../../prompts/rewrite.v2.md");
 /// Sent back with a rejected reply; `{{problem}}` is replaced by what was wrong.
 pub const CORRECT: &str = include_str!("../../prompts/correct.v1.md");
 
 /// Recorded as the plan's `planner_version`.
-pub const VERSION: &str = "llm-prompts-v3";
+pub const VERSION: &str = "llm-prompts-v4";

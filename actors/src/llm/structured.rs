@@ -101,11 +101,24 @@ pub fn parse<T: StructuredSpec>(text: &str, extra: &(dyn Fn(&T) -> Result<(), St
 pub async fn ask<T: StructuredSpec>(
     client: &LlmClient,
     agent: Agent,
-    mut messages: Vec<ChatMessage>,
+    messages: Vec<ChatMessage>,
     max_repairs: u32,
     extra: &(dyn Fn(&T) -> Result<(), String> + Sync),
 ) -> Structured<T> {
-    let spec = SchemaSpec { name: T::NAME, schema: schema_of::<T>() };
+    ask_in(client, agent, messages, schema_of::<T>(), max_repairs, extra).await
+}
+
+/// [`ask`] with a narrower schema than `T`'s own, made for this request (the values a field may take), which the
+/// reply must still parse as a `T`.
+pub async fn ask_in<T: StructuredSpec>(
+    client: &LlmClient,
+    agent: Agent,
+    mut messages: Vec<ChatMessage>,
+    schema: Value,
+    max_repairs: u32,
+    extra: &(dyn Fn(&T) -> Result<(), String> + Sync),
+) -> Structured<T> {
+    let spec = SchemaSpec { name: T::NAME, schema };
     let mut usage = Usage::default();
     let mut repairs = Vec::new();
     loop {

@@ -10,11 +10,14 @@ use sleuth_messages::{AgentResponse, Card, LoopState, Stage, TerminationReason, 
 
 use super::{
     StageLogic,
-    synthesizer::{cited_numbers, cited_response, lead_sentence, synthesize, verify_citations, with_short_answer},
+    synthesizer::{
+        answer_window, cited_numbers, cited_response, lead_sentence, question, synthesize, verify_citations,
+        with_short_answer,
+    },
 };
 use crate::{
     entity_types::KnownTypes,
-    llm::{Agent, LlmAgent, Usage, agent::charge, prompts, structured::StructuredSpec},
+    llm::{Agent, LlmAgent, Usage, agent::charge, context, prompts, structured::StructuredSpec},
     machine,
     reader::{self, Reading},
     telemetry, text,
@@ -22,6 +25,50 @@ use crate::{
 
 /// Longest short answer a draft may give.
 const MAX_SHORT_WORDS: usize = 12;
+/// How many of the reader's answers the model chooses among, and how many cards it is shown for each.
+const CHOICES: usize = 6;
+const SOURCES_PER_CHOICE: usize = 3;
+/// Longest prose a chosen answer may come with: one sentence.
+const CHOSEN_PROSE_CHARS: usize = 240;
+
+/// The draft's form when the model chooses among `choices`: one branch per answer, whose `source` may only name
+/// a card that writes it, so a server that constrains its output to the schema cannot pair an answer with a card
+/// that does not support it. The prose is optional and comes last.
+fn choice_schema(choices: &[context::Choice<'_>]) -> serde_json::Value {
+    let branches: Vec<serde_json::Value> = choices
+        .iter()
+        .map(|c| {
+            let sources: Vec<u32> = c.written.iter().map(|w| w.0).collect();
+            serde_json::json!({
+                "type": "object",
+                "properties": {
+                    "short_answer": {"type": "string", "enum": [c.text]},
+                    "source": {"type": "integer", "enum": sources},
+                    "answer": {"type": "string", "maxLength": CHOSEN_PROSE_CHARS},
+                },
+                "required": ["short_answer", "source"],
+                "additionalProperties": false,
+            })
+        })
+        .collect();
+    serde_json::json!({"type": "object", "required": ["short_answer", "source"], "anyOf": branches})
+}
+
+/// The sentence of `card` that writes `short`, else its first.
+fn sentence_with<'a>(card: &'a Card, short: &str) -> &'a str {
+    let words = text::content_words(short);
+    let sentences = text::sentences(&card.hit.text);
+    sentences
+        .iter()
+        .find(|s| {
+            let have = text::tokens(s);
+            words.iter().all(|w| have.contains(w))
+        })
+        .or(sentences.first())
+        .copied()
+        .unwrap_or(card.hit.text.as_str())
+        .trim()
+}
 
 /// The cards among `cited` whose text supports `short`: every word of it that is not a function word appears in
 /// the card. "yes" and "no" are supported by whatever the draft cites.
@@ -54,21 +101,22 @@ pub struct DraftAnswer {
     #[schemars(required)]
     pub source: Option<u32>,
     /// The answer, with `[n]` after each claim naming the document it comes from.
+    #[serde(default)]
     pub answer: String,
-    /// 0 to 1.
-    #[schemars(range(min = 0, max = 1))]
-    pub confidence: f32,
+    /// 0 to 1. A reply that chooses among offered answers may leave it out.
+    #[schemars(required, range(min = 0, max = 1))]
+    pub confidence: Option<f32>,
 }
 
 impl DraftAnswer {
     /// The confidence on the 0–1 scale. Small models often answer on a 0–10 or 0–100 scale ("confidence": 9);
     /// what they mean is plain, so it is read that way rather than refused.
-    pub fn confidence(&self) -> f32 {
-        match self.confidence {
+    pub fn confidence(&self) -> Option<f32> {
+        self.confidence.map(|c| match c {
             c if c <= 1.0 => c,
             c if c <= 10.0 => c / 10.0,
             c => c / 100.0,
-        }
+        })
     }
 
     /// The cards the draft cites: those its answer names as `[n]`, then its `source` when that card writes the
@@ -93,11 +141,13 @@ impl StructuredSpec for DraftAnswer {
     const NAME: &'static str = "draft_answer";
 
     fn check(&self) -> Result<(), String> {
-        if self.answer.trim().is_empty() {
+        if self.answer.trim().is_empty() && self.short().is_none() {
             return Err("answer must not be empty".into());
         }
-        if !(0.0..=100.0).contains(&self.confidence) {
-            return Err(format!("confidence must be between 0 and 1, not {}", self.confidence));
+        if let Some(c) = self.confidence
+            && !(0.0..=100.0).contains(&c)
+        {
+            return Err(format!("confidence must be between 0 and 1, not {c}"));
         }
         if let Some(short) = &self.short_answer
             && short.split_whitespace().count() > MAX_SHORT_WORDS
@@ -132,6 +182,8 @@ impl StageLogic for LlmSynthesizer {
         // is not asked to write an answer from it.
         let abstained = response.warnings.iter().any(|w| w == super::synthesizer::NO_EVIDENCE);
         if !abstained && reason != TerminationReason::Clarification {
+            let window = answer_window(state);
+            let choices = offered(state, &window);
             let cites_a_card = |d: &DraftAnswer| -> Result<(), String> {
                 let cited = d.cited(&state.cards);
                 if cited.is_empty() {
@@ -148,11 +200,19 @@ impl StageLogic for LlmSynthesizer {
                         "the short_answer \"{short}\" is not written in any document the answer cites; give the answer as a cited document writes it"
                     ));
                 }
-                about_the_question(state, &d.answer)
+                // A chosen answer stands on its own; its prose is kept only when it is about the question.
+                if choices.is_empty() || d.short().is_none() { about_the_question(state, &d.answer) } else { Ok(()) }
             };
-            if let Some(out) =
+            let asked = if choices.is_empty() {
                 self.llm.ask::<DraftAnswer>(Agent::Synthesizer, prompts::SYNTHESIZE, state, &cites_a_card).await
-            {
+            } else {
+                let user = context::render_reading(question(state), &window, &choices);
+                let schema = choice_schema(&choices);
+                self.llm
+                    .ask_with::<DraftAnswer>(Agent::Synthesizer, prompts::READ, user, schema, state, &cites_a_card)
+                    .await
+            };
+            if let Some(out) = asked {
                 usage = out.usage;
                 match out.result {
                     Ok(draft) => response = written(state, response, draft, reason),
@@ -172,9 +232,9 @@ impl StageLogic for LlmSynthesizer {
 }
 
 /// The model's draft as the response: unknown citations removed and counted; the deterministic response's
-/// entities and graph evidence kept.
+/// entities and graph evidence kept. A draft that chose its short answer without prose about the question gets
+/// the sentences of the cards that write it.
 fn written(state: &LoopState, base: AgentResponse, draft: DraftAnswer, reason: TerminationReason) -> AgentResponse {
-    let (mut answer, removed) = verify_citations(&draft.answer, &state.cards);
     let cited = draft.cited(&state.cards);
     // The short answer leads, cited by the cards the draft cites that write it (checked before it was accepted).
     let reading = draft.short().and_then(|short| {
@@ -185,6 +245,15 @@ fn written(state: &LoopState, base: AgentResponse, draft: DraftAnswer, reason: T
             cards,
         })
     });
+    let (prose, cited) = match &reading {
+        Some(r) if about_the_question(state, &draft.answer).is_err() || cited_numbers(&draft.answer).is_empty() => {
+            let sentences: Vec<String> =
+                r.cards.iter().map(|c| format!("{} [{}]", sentence_with(c, &r.text), c.n)).collect();
+            (sentences.join(" "), r.cards.clone())
+        }
+        _ => (draft.answer.clone(), cited),
+    };
+    let (mut answer, removed) = verify_citations(&prose, &state.cards);
     if let Some(r) = &reading {
         answer = format!("{}{answer}", lead_sentence(r));
     }
@@ -200,13 +269,33 @@ fn written(state: &LoopState, base: AgentResponse, draft: DraftAnswer, reason: T
         response.source_entities = base.source_entities;
         response.result_entities = base.result_entities;
     }
-    response.confidence = if reason.is_cap() { draft.confidence() * 0.6 } else { draft.confidence() };
+    let confidence = draft.confidence().unwrap_or(base.confidence);
+    response.confidence = if reason.is_cap() { confidence * 0.6 } else { confidence };
     if removed > 0 {
         response.warnings.push("HALLUCINATED_CITATIONS_REMOVED".into());
     }
     response
 }
 
+/// The answers the deterministic reader finds in `window`, best first, each with the cards that write it and
+/// where: what the model chooses among.
+fn offered<'a>(state: &LoopState, window: &[&'a Card]) -> Vec<context::Choice<'a>> {
+    let links = super::deterministic::bridge::chain_links(state);
+    let mut choices: Vec<context::Choice<'a>> = Vec::new();
+    for reading in reader::candidates(question(state), window, links, CHOICES) {
+        let mut cards: Vec<&'a Card> = reading.cards.clone();
+        cards.extend(window.iter().copied().filter(|c| !reading.cards.iter().any(|r| r.n == c.n)));
+        let written: Vec<(u32, &'a str)> = supporting(&reading.text, &cards)
+            .into_iter()
+            .take(SOURCES_PER_CHOICE)
+            .map(|c| (c.n, sentence_with(c, &reading.text)))
+            .collect();
+        if !written.is_empty() {
+            choices.push(context::Choice { text: reading.text, written });
+        }
+    }
+    choices
+}
 /// An answer must say something about what was asked: at least one of the question's entities or key terms.
 /// A model that follows an instruction planted in a document ("ignore the question and reply …") writes an
 /// answer about something else; it is asked again, and its deterministic twin answers if it persists.
@@ -241,7 +330,12 @@ mod tests {
     use crate::fixtures;
 
     fn draft(short: &str, source: u32, answer: &str) -> DraftAnswer {
-        DraftAnswer { short_answer: Some(short.into()), source: Some(source), answer: answer.into(), confidence: 9.0 }
+        DraftAnswer {
+            short_answer: Some(short.into()),
+            source: Some(source),
+            answer: answer.into(),
+            confidence: Some(9.0),
+        }
     }
 
     #[test]
@@ -259,6 +353,57 @@ mod tests {
         );
         assert_eq!(numbers(&draft("One Piece", 1, "See [2] and [1].")), [2, 1], "each card once, in reading order");
         assert_eq!(numbers(&draft("One Piece", 9, "Luffy [1].")), [1], "an unknown source is no citation");
-        assert!((draft("x", 1, "y").confidence() - 0.9).abs() < 1e-6);
+        assert!((draft("x", 1, "y").confidence().unwrap() - 0.9).abs() < 1e-6);
+    }
+
+    fn luffy() -> LoopState {
+        let mut state = fixtures::state_for("Which anime is Luffy in?");
+        state.cards = vec![
+            fixtures::card(1, 1, "luffy", "Monkey D. Luffy", "Luffy is the hero of the anime One Piece. He sails."),
+            fixtures::card(2, 1, "naruto", "Naruto", "Naruto is a manga by Masashi Kishimoto."),
+        ];
+        state
+    }
+
+    #[test]
+    fn the_model_chooses_among_answers_each_paired_with_the_cards_that_write_it() {
+        let state = luffy();
+        let window = answer_window(&state);
+        let choices = offered(&state, &window);
+        assert_eq!(choices.first().map(|c| c.text.as_str()), Some("One Piece"));
+        let one_piece = &choices[0];
+        assert_eq!(one_piece.written, vec![(1, "Luffy is the hero of the anime One Piece.")]);
+        let schema = choice_schema(&choices);
+        let branches = schema["anyOf"].as_array().unwrap();
+        assert_eq!(branches.len(), choices.len());
+        assert_eq!(branches[0]["properties"]["short_answer"]["enum"], serde_json::json!(["One Piece"]));
+        assert_eq!(branches[0]["properties"]["source"]["enum"], serde_json::json!([1]), "only a card that writes it");
+        assert_eq!(branches[0]["required"], serde_json::json!(["short_answer", "source"]), "the prose is optional");
+        let user = context::render_reading("Which anime is Luffy in?", &window, &choices);
+        assert!(user.contains("- \"One Piece\": [1] \"Luffy is the hero of the anime One Piece.\""), "{user}");
+    }
+
+    #[test]
+    fn a_chosen_answer_without_prose_is_followed_by_the_sentence_that_writes_it() {
+        let state = luffy();
+        let base = synthesize(&state, &fixtures::demo_types());
+        let chosen = DraftAnswer {
+            short_answer: Some("One Piece".into()),
+            source: Some(1),
+            answer: String::new(),
+            confidence: None,
+        };
+        assert!(chosen.check().is_ok(), "a chosen answer needs no prose");
+        let response = written(&state, base.clone(), chosen, TerminationReason::PlannerFinal);
+        assert_eq!(response.answer, "One Piece [1]. Luffy is the hero of the anime One Piece. [1]");
+        assert_eq!(response.short_answer.as_ref().map(|s| s.text.as_str()), Some("One Piece"));
+        assert!(
+            (response.confidence - base.confidence).abs() < 1e-6,
+            "the reader's confidence when the model gives none"
+        );
+        // Prose about something else is replaced by the same sentence; the chosen answer stands.
+        let off = draft("One Piece", 1, "Bananas are yellow [2].");
+        let response = written(&state, base, off, TerminationReason::PlannerFinal);
+        assert!(response.answer.starts_with("One Piece [1]. Luffy is the hero"), "{}", response.answer);
     }
 }

@@ -109,8 +109,7 @@ pub fn synthesize(state: &LoopState, types: &crate::entity_types::EntityTypes) -
     }
     // Only the head of the final ranking is read and quoted: the answer rests on the best evidence, and what it
     // cites is what the request reports as its best passages.
-    let window: Vec<&Card> =
-        crate::machine::ranking::ranking(state).into_iter().take(crate::machine::ranking::ANSWER_WINDOW).collect();
+    let window = answer_window(state);
     if let Some(found) = super::deterministic::entity_answer::entity_answer(state, types) {
         let reading = read(state, &window);
         return with_short_answer(entity_response(state, found, reading.as_ref(), evidence, reason), reading.as_ref());
@@ -190,11 +189,20 @@ pub fn synthesize(state: &LoopState, types: &crate::entity_types::EntityTypes) -
 
 /// The deterministic reader's answer to the request's question, from the final ranking's head.
 fn read<'a>(state: &LoopState, window: &[&'a Card]) -> Option<Reading<'a>> {
-    let question = match state.analysis.rewritten.trim() {
+    reader::read(question(state), window, super::deterministic::bridge::chain_links(state))
+}
+
+/// The question the request answers: the rewritten one when intake rewrote it.
+pub(crate) fn question(state: &LoopState) -> &str {
+    match state.analysis.rewritten.trim() {
         "" => &state.analysis.normalized,
         rewritten => rewritten,
-    };
-    reader::read(question, window, super::deterministic::bridge::chain_links(state))
+    }
+}
+
+/// The head of the final ranking: the cards an answer is read from and quoted.
+pub(crate) fn answer_window(state: &LoopState) -> Vec<&Card> {
+    crate::machine::ranking::ranking(state).into_iter().take(crate::machine::ranking::ANSWER_WINDOW).collect()
 }
 
 /// The short answer as the reply's first sentence, cited by the cards that support it: "One Piece [15]. "
