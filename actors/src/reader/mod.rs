@@ -51,7 +51,7 @@ pub fn candidates<'a>(question: &str, window: &[&'a Card], links: usize, k: usiz
                 vec![r, flip]
             })
             .unwrap_or_default(),
-        _ => extract(&a, question, window, links),
+        _ => extract(&a, question, window, links, k),
     };
     found.truncate(k);
     found
@@ -263,8 +263,8 @@ fn merge_dates(tally: &mut Vec<Tally<'_>>) {
     }
 }
 
-/// Every candidate span of the asked shape, best first.
-fn extract<'a>(a: &Asked, question: &str, window: &[&'a Card], links: usize) -> Vec<Reading<'a>> {
+/// The `k` best candidate spans of the asked shape, best first.
+fn extract<'a>(a: &Asked, question: &str, window: &[&'a Card], links: usize, k: usize) -> Vec<Reading<'a>> {
     let question_names: Vec<String> = text::name_spans(question);
     let depth = depths(question, window);
     let target = links + 1;
@@ -444,9 +444,15 @@ fn extract<'a>(a: &Asked, question: &str, window: &[&'a Card], links: usize) -> 
     tally.reverse();
     tally.sort_by(|x, y| total(y).total_cmp(&total(x)));
     let mut readings: Vec<Reading<'a>> = Vec::new();
+    let mut keys: Vec<String> = Vec::new();
     for t in &tally {
+        if readings.len() == k {
+            break;
+        }
         let reading = answer_of(a, t);
-        if !readings.iter().any(|r| fold(&r.text) == fold(&reading.text)) {
+        let key = fold(&reading.text);
+        if !keys.contains(&key) {
+            keys.push(key);
             readings.push(reading);
         }
     }
