@@ -40,18 +40,30 @@ fn in_law(cues: &[String]) -> bool {
     cues.iter().any(|c| c == "law")
 }
 
-/// `cues` with the words that say each kinship cue from the other end added.
-pub fn widen(cues: &[String]) -> Vec<String> {
-    let mut out = cues.to_vec();
+/// The words that say a kinship cue from the other end and are not cues already: "son", "daughter", "child" for
+/// "mother". They name the relative only when they come before the name ("the son of X"): after it they describe
+/// the relative's own parents ("X, daughter of Boso").
+pub fn other_end(cues: &[String]) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
     if in_law(cues) {
         return out;
     }
     for word in cues.iter().filter_map(|c| kin(c)).flat_map(|k| k.2.iter()) {
-        if !out.iter().any(|c| c == word) {
+        if !cues.iter().chain(&out).any(|c| c == word) {
             out.push((*word).to_string());
         }
     }
     out
+}
+
+/// The words that, just before a name, say it is a spouse ("He was married to Teutberga"): read against a link to a
+/// parent or a child. Only the marriage itself: "the son of Karl and his wife Emma" names the mother by "wife".
+pub fn against(cues: &[String]) -> Vec<String> {
+    const BLOOD: &[&str] = &["mother", "father", "parent", "son", "daughter", "child"];
+    const SPOUSE: &[&str] = &["wife", "husband", "spouse"];
+    let nouns: Vec<&str> = cues.iter().filter_map(|c| kin(c)).map(|k| k.0).collect();
+    let blood = nouns.iter().any(|n| BLOOD.contains(n)) && !nouns.iter().any(|n| SPOUSE.contains(n));
+    if blood && !in_law(cues) { ["married", "marriage"].map(String::from).to_vec() } else { Vec::new() }
 }
 
 /// The sex the link asks for: that of the one gendered kinship noun among `cues`, when there is exactly one.
@@ -92,12 +104,15 @@ mod tests {
 
     #[test]
     fn a_parent_is_named_by_the_child_and_a_card_by_its_pronouns() {
-        let cues = widen(&["mother".to_string()]);
+        let cues = other_end(&["mother".to_string()]);
         assert!(cues.contains(&"son".to_string()) && cues.contains(&"daughter".to_string()), "{cues:?}");
+        assert!(!other_end(&["brother".to_string()]).contains(&"brother".to_string()), "already a cue");
+        assert_eq!(against(&["mother".to_string()]), ["married", "marriage"]);
+        assert!(against(&["wife".to_string()]).is_empty(), "a wife is the one married");
         assert_eq!(asked_sex(&["mothers".to_string()]), Some(Sex::Female));
         assert_eq!(asked_sex(&["father".to_string(), "wife".to_string()]), None, "two links: which one is last?");
         let in_law: Vec<String> = ["mother", "in", "law"].iter().map(|w| w.to_string()).collect();
-        assert_eq!((asked_sex(&in_law), widen(&in_law)), (None, in_law.clone()), "a mother-in-law is no mother");
+        assert_eq!((asked_sex(&in_law), other_end(&in_law)), (None, Vec::new()), "a mother-in-law is no mother");
         let queen = fixtures::card(1, 1, "e", "Emma", "Emma was a queen. She married Karl; her son was Otto.");
         let king = fixtures::card(2, 1, "k", "Karl", "Karl was a king. He ruled for ten years and his son was Otto.");
         assert_eq!((sex_of(&queen), sex_of(&king)), (Some(Sex::Female), Some(Sex::Male)));

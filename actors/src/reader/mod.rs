@@ -131,18 +131,33 @@ pub(crate) fn depths(question: &str, window: &[&Card]) -> Vec<Option<usize>> {
 }
 
 /// How near, in words, a mention of `name` in `text` sits to one of the question's cue words: "music composed by
-/// Stephen Warbeck" links the film to its composer more closely than "written by Lee Hall" does.
-fn link_distance(text: &str, name: &str, cues: &[String]) -> Option<usize> {
+/// Stephen Warbeck" links the film to its composer more closely than "written by Lee Hall" does. A word of
+/// `before` counts only ahead of the name ("the son of X" says X is a parent; "X, daughter of Y" does not).
+fn link_distance(text: &str, name: &str, cues: &[String], before: &[String]) -> Option<usize> {
     let words = text::tokens(text);
     let name = text::tokens(name);
     if name.is_empty() || words.len() < name.len() {
         return None;
     }
-    let cue_at: Vec<usize> = (0..words.len()).filter(|i| cues.iter().any(|c| same_word(&words[*i], c))).collect();
+    let cue_at: Vec<(usize, bool)> = (0..words.len())
+        .filter_map(|i| {
+            if cues.iter().any(|c| same_word(&words[i], c)) {
+                Some((i, false))
+            } else {
+                before.iter().any(|c| same_word(&words[i], c)).then_some((i, true))
+            }
+        })
+        .collect();
     let len = name.len();
     (0..=words.len() - len)
         .filter(|i| words[*i..*i + len] == name[..])
-        .flat_map(|i| cue_at.iter().map(move |c| if *c < i { i - c } else { c.saturating_sub(i + len - 1) }))
+        .flat_map(|i| {
+            cue_at.iter().filter_map(move |&(c, ahead_only)| match c < i {
+                true => Some(i - c),
+                false if ahead_only => None,
+                false => Some(c.saturating_sub(i + len - 1)),
+            })
+        })
         .min()
 }
 
@@ -277,7 +292,8 @@ fn extract<'a>(a: &Asked, question: &str, window: &[&'a Card], links: usize, k: 
     let link_cues = if link_cues.is_empty() { a.cues.clone() } else { link_cues };
     // A family link is also said from its other end ("son of X" for X's mother), and names a sex.
     let link_sex = kin::asked_sex(&link_cues);
-    let link_cues = kin::widen(&link_cues);
+    let other_end = kin::other_end(&link_cues);
+    let against = kin::against(&link_cues);
     let mut tally: Vec<Tally<'a>> = Vec::new();
     for (rank, card) in window.iter().copied().enumerate() {
         // A card whose title is only the question's own words ("Place of birth") defines the question's terms;
@@ -296,12 +312,16 @@ fn extract<'a>(a: &Asked, question: &str, window: &[&'a Card], links: usize, k: 
             None => -0.5,
         };
         // A card reached through a mention next to the question's words is the link the question describes.
+        // A parent or child link is not the one the bridge says it married ("He was married to Teutberga").
         let link = match depth[rank] {
-            Some(d) if d > 0 => (0..window.len())
-                .filter(|i| depth[*i] == Some(d - 1))
-                .filter_map(|i| link_distance(&window[i].hit.text, subject(&card.hit.title), &link_cues))
-                .min()
-                .map_or(0.0, |gap| 1.0 / (1.0 + gap as f32 / 2.0)),
+            Some(d) if d > 0 => {
+                let bridges = || (0..window.len()).filter(|i| depth[*i] == Some(d - 1)).map(|i| &window[i].hit.text);
+                let name = subject(&card.hit.title);
+                let gap = bridges().filter_map(|text| link_distance(text, name, &link_cues, &other_end)).min();
+                let married = !against.is_empty()
+                    && bridges().any(|text| link_distance(text, name, &[], &against).is_some_and(|gap| gap <= 3));
+                gap.map_or(0.0, |gap| 1.0 / (1.0 + gap as f32 / 2.0)) - if married { 0.5 } else { 0.0 }
+            }
             _ => 0.0,
         };
         // The relative asked for is of the sex the link names: "X's mother" is not the card whose pronouns say he.

@@ -264,3 +264,19 @@ fn a_mother_is_the_parent_whose_pronouns_say_she_not_the_father_or_the_wife() {
         .collect();
     assert_eq!(all.first().map(|c| c.0.as_str()), Some("29 September 855"), "{all:?}");
 }
+
+#[test]
+fn a_child_word_after_a_name_describes_that_persons_parents_not_the_link() {
+    // Both women are "she": only the direction of "son"/"daughter" tells the mother from the wife.
+    let cards = [
+        card(
+            1,
+            "Karl II",
+            "Karl II (835 – 869) was a king. He was the son of Emperor Karl I and Emma of Tours. He was married to \
+             Tilda, daughter of Boso.",
+        ),
+        card(2, "Tilda", "Tilda (died 875) was a queen. She was born in Arles. Her marriage to Karl II failed."),
+        card(4, "Emma of Tours", "Emma of Tours (died 20 March 851) was a Frankish queen. She married Karl I in 821."),
+    ];
+    assert_eq!(answer("When did Karl II's mother die?", &cards, 1).unwrap().0, "20 March 851");
+}
