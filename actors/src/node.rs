@@ -199,6 +199,7 @@ impl Node {
             generation: Arc::new(IndexGeneration::on_nats(js, &subjects, config.nats.replicas).await?),
             rewriter: if stages.contains(&Stage::Intake) { llm.clone() } else { None },
             admission: Arc::new(crate::runtime::admission::Admission::new(config.intake.admission_min_backlog)),
+            quotas: Default::default(),
             subjects,
             config,
             bus,

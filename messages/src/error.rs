@@ -20,6 +20,9 @@ pub enum ErrorKind {
     /// The request could not start before its deadline: more work waits for the planners than they take in
     /// its time budget. Refused at once, so the client can retry later or elsewhere.
     Overloaded,
+    /// The requester's tenant is at one of its limits (requests under way, requests a second, LLM tokens a day):
+    /// refused at once and nothing started, so the same request may be sent again later.
+    Limited,
     /// A work message failed `max_deliver` times; the request was ended.
     DeadLetter,
     Internal,
@@ -37,7 +40,8 @@ pub struct ErrorResponse {
 
 impl ErrorResponse {
     pub fn new(kind: ErrorKind, message: impl Into<String>) -> ErrorResponse {
-        let retryable = matches!(kind, ErrorKind::Timeout | ErrorKind::Unavailable | ErrorKind::Overloaded);
+        let retryable =
+            matches!(kind, ErrorKind::Timeout | ErrorKind::Unavailable | ErrorKind::Overloaded | ErrorKind::Limited);
         ErrorResponse { kind, message: message.into(), retryable, request_id: None }
     }
 

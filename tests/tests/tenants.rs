@@ -61,20 +61,26 @@ async fn state_of(config: &Config, id: uuid::Uuid) -> sleuth_messages::LoopState
     }
 }
 
+/// Every stage as `sleuth`, intake with `env` too, and a planner that sits on its work for 20 s: a request stays
+/// under way.
+fn planner_holds_work(server: &nats::NatsServer, deployment: &Deployment, env: &[(&str, &str)]) -> [ServeProcess; 2] {
+    let sleuth = nats::url_as(server, "sleuth");
+    let rest: Vec<(&str, &str)> =
+        [("SLEUTH__NATS__URL", sleuth.as_str())].into_iter().chain(env.iter().copied()).collect();
+    let planner = [("SLEUTH__NATS__URL", sleuth.as_str()), ("SLEUTH__DEBUG__STAGE_DELAY_MS", "20000")];
+    [
+        ServeProcess::start(deployment, "intake,retrieve,graph,grader,synthesizer", &rest),
+        ServeProcess::start(deployment, "planner", &planner),
+    ]
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_tenant_may_cancel_or_resend_only_its_own_requests() {
     let server = nats::with_accounts();
     let dir = tempfile::tempdir().unwrap();
     let (deployment, config) = deployment(&server, dir.path());
-    let sleuth = nats::url_as(&server, "sleuth");
-    let _rest =
-        ServeProcess::start(&deployment, "intake,retrieve,graph,grader,synthesizer", &[("SLEUTH__NATS__URL", &sleuth)]);
-    // The planner sits on its work for 20 s: a request stays in flight while it is attacked.
-    let _planner = ServeProcess::start(
-        &deployment,
-        "planner",
-        &[("SLEUTH__NATS__URL", &sleuth), ("SLEUTH__DEBUG__STAGE_DELAY_MS", "20000")],
-    );
+    // A request stays in flight while it is attacked.
+    let _stages = planner_holds_work(&server, &deployment, &[]);
     let subjects = config.subjects();
     let (alpha, beta) = (connect_as(&server, "alpha").await, connect_as(&server, "beta").await);
 
@@ -189,6 +195,58 @@ async fn a_tenant_sees_nothing_of_another_tenants_requests() {
             || payload.windows(text.len()).any(|w| w == text.as_bytes())
             || payload.windows(raw.len()).any(|w| w == raw.as_slice());
         assert!(!leaked, "BETA received ALPHA's request on {}", message.subject);
+    }
+    server.assert_no_violations_but(&[]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tenant_at_its_limit_is_refused_with_limited_while_another_is_not() {
+    let server = nats::with_accounts();
+    let dir = tempfile::tempdir().unwrap();
+    let (deployment, config) = deployment(&server, dir.path());
+    // BETA may have one request under way (the name as an environment variable writes it: lowercased).
+    let _stages = planner_holds_work(&server, &deployment, &[("SLEUTH__TENANTS__OVERRIDES__BETA__MAX_UNDER_WAY", "1")]);
+    let subjects = config.subjects();
+    let (alpha, beta) = (connect_as(&server, "alpha").await, connect_as(&server, "beta").await);
+    let in_flight = |client: &async_nats::Client, id: uuid::Uuid| {
+        let (client, subjects) = (client.clone(), subjects.clone());
+        let request = AskRequest { request_id: Some(id), ..AskRequest::new(QUESTION) };
+        tokio::spawn(async move { ask(&client, &subjects, request).await })
+    };
+
+    let first = uuid::Uuid::now_v7();
+    let beta_first = in_flight(&beta, first);
+    assert_eq!(state_of(&config, first).await.owner, Some(Principal::tenant("BETA")));
+    let started = Instant::now();
+    let refused = ask(&beta, &subjects, AskRequest::new(QUESTION)).await;
+    assert_eq!(error_kind(&refused), Some(ErrorKind::Limited), "{refused:?}");
+    assert!(started.elapsed() < Duration::from_secs(5), "refused at once, not after the planner's delay");
+    match &refused.outcome {
+        Outcome::Error(e) => assert!(e.retryable && e.message.contains("max_under_way"), "{e}"),
+        Outcome::Answer(_) => unreachable!(),
+    }
+    // ALPHA has its own count: admitted while BETA is at its limit.
+    let alphas = uuid::Uuid::now_v7();
+    let alpha_asked = in_flight(&alpha, alphas);
+    assert_eq!(state_of(&config, alphas).await.owner, Some(Principal::tenant("ALPHA")));
+
+    // BETA's request ends (its own cancel): its slot is free again, and the next request is admitted.
+    beta.publish(subjects.cancel(first), "".into()).await.unwrap();
+    beta.flush().await.unwrap();
+    let ended = tokio::time::timeout(Duration::from_secs(5), beta_first).await.expect("cancelled within 5 s").unwrap();
+    assert!(matches!(ended.outcome, Outcome::Answer(_)), "{ended:?}");
+    // Intake looks a tenant's requests up at most every tenth of a second (`runtime::quota::SWEEP_EVERY`).
+    tokio::time::sleep(sleuth_actors::runtime::quota::SWEEP_EVERY * 2).await;
+    let next = uuid::Uuid::now_v7();
+    let beta_next = in_flight(&beta, next);
+    assert_eq!(state_of(&config, next).await.owner, Some(Principal::tenant("BETA")), "the freed slot is used");
+    for (client, id) in [(&alpha, alphas), (&beta, next)] {
+        client.publish(subjects.cancel(id), "".into()).await.unwrap();
+        client.flush().await.unwrap();
+    }
+    for asked in [alpha_asked, beta_next] {
+        let reply = tokio::time::timeout(Duration::from_secs(5), asked).await.expect("cancelled within 5 s").unwrap();
+        assert!(matches!(reply.outcome, Outcome::Answer(_)), "{reply:?}");
     }
     server.assert_no_violations_but(&[]);
 }

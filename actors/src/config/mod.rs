@@ -19,6 +19,7 @@ mod nats;
 mod retrieval;
 mod stages;
 mod telemetry;
+mod tenants;
 
 pub use backends::BackendsConfig;
 pub use gateway::{ApiKey, GatewayConfig};
@@ -32,6 +33,7 @@ pub use retrieval::{
 };
 pub use stages::{DebugConfig, StagesConfig};
 pub use telemetry::{OtlpProtocol, TelemetryConfig};
+pub use tenants::{TenantLimits, TenantsConfig};
 
 /// Every environment variable sleuth reads, with what it does. `sleuth --help` and the README point here.
 pub const ENV_VARS: &[(&str, &str)] = &[
@@ -89,6 +91,7 @@ pub struct Config {
     pub intake: IntakeConfig,
     pub telemetry: TelemetryConfig,
     pub gateway: GatewayConfig,
+    pub tenants: TenantsConfig,
     pub debug: DebugConfig,
 }
 
@@ -175,6 +178,7 @@ impl Config {
         if l.max_turns_standard == 0 || l.max_turns_standard > l.max_turns_deep {
             return bad("loop.max_turns_*", "must satisfy 1 <= standard <= deep");
         }
+        self.tenants.check().map_err(ConfigError::Invalid)?;
         let i = &self.intake;
         if i.conversation_ttl_s == 0 || i.conversation_turns == 0 {
             return bad("intake.conversation_*", "conversation_ttl_s and conversation_turns must be at least 1");

@@ -23,7 +23,7 @@ fn status_of(kind: ErrorKind) -> StatusCode {
         ErrorKind::TooLarge => StatusCode::PAYLOAD_TOO_LARGE,
         ErrorKind::Timeout => StatusCode::GATEWAY_TIMEOUT,
         ErrorKind::Unavailable => StatusCode::SERVICE_UNAVAILABLE,
-        ErrorKind::Overloaded => StatusCode::TOO_MANY_REQUESTS,
+        ErrorKind::Overloaded | ErrorKind::Limited => StatusCode::TOO_MANY_REQUESTS,
         ErrorKind::DeadLetter | ErrorKind::Internal => StatusCode::INTERNAL_SERVER_ERROR,
     }
 }

@@ -155,6 +155,10 @@ async fn accept(
     ctx.admission.admit(&*ctx.bus, std::time::Duration::from_millis(timeout)).await?;
     // The request's time starts now: what the rewriter takes comes out of its deadline.
     let now_ms = telemetry::now_ms();
+    if let Some(p) = &by {
+        let limits = ctx.config.tenants.limits_of(&p.tenant);
+        ctx.quotas.admit(&*ctx.store, Some(p), limits, request_id, now_ms.saturating_add(timeout)).await?;
+    }
     let conversation = request.conversation_id.as_deref().map(|id| conversation_key(by.as_ref(), id));
     let previous = match &conversation {
         Some(id) => ctx.conversations.last_turn(id).await.unwrap_or_else(|e| {

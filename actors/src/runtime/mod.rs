@@ -10,6 +10,7 @@ pub mod handler;
 pub mod intake;
 pub mod kv;
 pub mod lanes;
+pub mod quota;
 pub mod ready;
 pub mod responder;
 pub mod startup;
@@ -60,6 +61,8 @@ pub struct NodeContext {
     pub entity_types: KnownTypes,
     /// Intake's view of the planner queue, to refuse what could not start before its deadline.
     pub admission: Arc<admission::Admission>,
+    /// What each tenant has under way and has spent, for intake's limits per tenant.
+    pub quotas: Arc<quota::Quotas>,
 }
 
 /// Graceful shutdown: the signal to stop taking work, and how many deliveries are still being handled.
@@ -108,6 +111,7 @@ impl NodeContext {
             drain: Drain::default(),
             entity_types: KnownTypes::new(EntityTypes::new(&config.graph.entity_types)),
             admission: Arc::new(admission::Admission::new(config.intake.admission_min_backlog)),
+            quotas: Default::default(),
             config,
         }
     }

@@ -28,6 +28,7 @@ pub const BACKEND_BREAKER_OPEN: &str = "sleuth_backend_breaker_open";
 pub const BACKEND_UNAVAILABLE: &str = "sleuth_backend_unavailable_total";
 pub const CACHE_HITS: &str = "sleuth_retrieval_cache_hits_total";
 pub const CACHE_MISSES: &str = "sleuth_retrieval_cache_misses_total";
+pub const TENANT_REFUSED: &str = "sleuth_tenant_refused_total";
 
 /// Seconds: from a millisecond search to a two-minute loop.
 const SECONDS_BUCKETS: &[f64] =
@@ -87,6 +88,7 @@ fn describe() {
     );
     describe_counter!(CACHE_HITS, "retrieval cache hits in this process");
     describe_counter!(CACHE_MISSES, "retrieval cache misses in this process");
+    describe_counter!(TENANT_REFUSED, "requests intake refused because their tenant was at a limit, by limit");
     for counter in Counter::ALL {
         describe_counter!(counter.metric(), counter.help());
     }
@@ -163,6 +165,13 @@ pub fn llm_error(model: &str, agent: &'static str, error_type: &'static str) {
         return;
     }
     counter!(LLM_ERRORS, "model" => model.to_string(), "agent" => agent, "type" => error_type).increment(1);
+}
+
+pub fn tenant_refused(tenant: &str, limit: &'static str) {
+    if !recording() {
+        return;
+    }
+    counter!(TENANT_REFUSED, "tenant" => tenant.to_string(), "limit" => limit).increment(1);
 }
 
 pub fn llm_fallback(agent: &'static str) {

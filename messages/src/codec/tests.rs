@@ -367,6 +367,20 @@ fn overloaded_and_compacted_golden_bytes_do_not_drift() {
 
 // Cross-checked with Python's msgpack: packb({"type": "overloaded", "message": "m", "retryable": True}), and the
 // card as packb({"n": 1, "turn": 1, "hit": {...}}, use_single_float=True), then with "compacted": True.
+#[test]
+fn limited_golden_bytes_do_not_drift() {
+    // An additive error kind: a tenant at its limits may send the same request again.
+    let error = ErrorResponse::new(ErrorKind::Limited, "m");
+    assert!(error.retryable, "a limit passes");
+    let bytes = encode(&error, Encoding::MsgPack).unwrap();
+    let hex: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
+    assert_eq!(hex, GOLDEN_LIMITED);
+    assert_eq!(decode::<ErrorResponse>(&bytes).unwrap().0, error);
+}
+
+// Cross-checked with Python's msgpack: packb({"type": "limited", "message": "m", "retryable": True}).
+const GOLDEN_LIMITED: &str = "83a474797065a76c696d69746564a76d657373616765a16da9726574727961626c65c3";
+
 const GOLDEN_OVERLOADED: &str = "83a474797065aa6f7665726c6f61646564a76d657373616765a16da9726574727961626c65c3";
 const GOLDEN_CARD: &str = "83a16e01a47475726e01a368697485a26964a26431a6646f635f6964a26431a57469746c65a85469746c65206431a474657874a474657874a573636f7265ca3fc00000";
 const GOLDEN_CARD_COMPACTED: &str = "84a16e01a47475726e01a368697485a26964a26431a6646f635f6964a26431a57469746c65a85469746c65206431a474657874a474657874a573636f7265ca3fc00000a9636f6d706163746564c3";
