@@ -11,18 +11,17 @@ static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 /// names no constant for it).
 const ARENA_EAGER_COMMIT: libmimalloc_sys::mi_option_t = 4;
 
-/// On Linux mimalloc commits a whole arena when it reserves one; committing pages as they are used instead took the
-/// peak RSS of a 2Wiki evaluation from 331–348 MB to 290 MB at the same latency (BENCHMARKS "Memory"). Arenas reserved
-/// from here on follow it. `MIMALLOC_ARENA_EAGER_COMMIT` in the environment still decides when it is set.
+/// On Linux mimalloc commits a whole arena when it reserves one; committing pages as they are used instead takes the
+/// peak RSS of a 2Wiki evaluation from about 338 MB to 292 MB at the same latency (BENCHMARKS "Memory"). Set before
+/// `main`, because the first allocation reserves the arena that holds nearly everything: after mimalloc's own
+/// constructor has read the environment, so a `MIMALLOC_ARENA_EAGER_COMMIT` that is set still decides.
+#[ctor::ctor(unsafe)]
 fn commit_arena_pages_on_use() {
-    if std::env::var_os("MIMALLOC_ARENA_EAGER_COMMIT").is_none() {
-        // SAFETY: sets one integer option of the allocator; mimalloc allows it at any time from any thread.
-        unsafe { libmimalloc_sys::mi_option_set(ARENA_EAGER_COMMIT, 0) }
-    }
+    // SAFETY: writes one integer option of the allocator; no Rust allocation or std service is used.
+    unsafe { libmimalloc_sys::mi_option_set_default(ARENA_EAGER_COMMIT, 0) }
 }
 
 fn main() -> std::process::ExitCode {
-    commit_arena_pages_on_use();
     let cli = sleuth_actors::cli::Cli::parse();
     let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
         Ok(rt) => rt,
