@@ -86,6 +86,33 @@ pub(super) fn past_office(span: Span) -> Span {
     }
 }
 
+/// Titles written before a name that are not person nouns the question could ask by.
+const TITLES: &[&str] =
+    &["minister", "chancellor", "governor", "senator", "mayor", "general", "bishop", "archbishop", "pope"];
+
+/// A person asked for is named without the title written before the name: "Prime Minister Tage Erlander" is "Tage
+/// Erlander", "North Korean Supreme Leader Kim Jong-il" is "Kim Jong-il". Kept when fewer than two capitalised
+/// words would remain ("King Albert").
+pub(super) fn past_title(span: Span) -> Span {
+    let mut words = Vec::new();
+    let mut offset = 0;
+    for word in span.text.split(' ') {
+        words.push((offset, word));
+        offset += word.len() + 1;
+    }
+    let is_title = |word: &str| {
+        let lower = word.to_lowercase();
+        word.starts_with(char::is_uppercase) && (TITLES.contains(&lower.as_str()) || asked::is_person_noun(&lower))
+    };
+    match words.iter().rposition(|(_, w)| is_title(w)) {
+        Some(i) if words.len() - i > 2 && words[i + 1..].iter().all(|(_, w)| w.starts_with(char::is_uppercase)) => {
+            let at = words[i + 1].0;
+            Span { at: span.at + at, text: span.text[at..].to_string(), shape: span.shape }
+        }
+        _ => span,
+    }
+}
+
 /// How well a name fits the kind asked, from the words around it and from its own card when the window has one.
 pub(super) fn fit(a: &Asked, span: &Span, sentence: &str, window: &[&Card]) -> f32 {
     let (kind, noun) = (a.kind, a.noun.as_deref());
@@ -165,6 +192,10 @@ pub(super) fn fit(a: &Asked, span: &Span, sentence: &str, window: &[&Card]) -> f
             }
             if span.text.split_whitespace().count() >= 2 {
                 score += 0.3;
+            }
+            // An office is not the person who holds it: "President of Somalia" answers no "who".
+            if past_office(span.clone()).text != span.text {
+                score -= 1.5;
             }
         }
         _ => {

@@ -14,7 +14,7 @@ use sleuth_messages::{AnswerKind, Card};
 
 use self::{
     asked::Asked,
-    fit::{fit, names_a_people, past_office},
+    fit::{fit, names_a_people, past_office, past_title},
     spans::{Shape, Span},
 };
 use crate::text;
@@ -371,7 +371,11 @@ fn extract<'a>(a: &Asked, question: &str, window: &[&'a Card], links: usize, k: 
                 _ => spans::names(sentence),
             };
             for span in found {
-                let mut span = if a.kind == AnswerKind::Place { past_office(span) } else { span };
+                let mut span = match a.kind {
+                    AnswerKind::Place => past_office(span),
+                    AnswerKind::Person if span.shape == Shape::Name => past_title(span),
+                    _ => span,
+                };
                 // A count's unit that the question already gives ("how many congressional districts") marks the
                 // number asked for, and is not repeated in the answer.
                 let mut counted = false;

@@ -280,3 +280,20 @@ fn a_child_word_after_a_name_describes_that_persons_parents_not_the_link() {
     ];
     assert_eq!(answer("When did Karl II's mother die?", &cards, 1).unwrap().0, "20 March 851");
 }
+
+#[test]
+fn a_person_is_named_without_the_title_before_the_name_and_an_office_is_not_a_person() {
+    let cards = [card(
+        1,
+        "Arno Vesk",
+        "Arno Vesk (1901 – 1960) was a Veldan politician. His wife was Senator Hanna Lorr, a diplomat.",
+    )];
+    let (text, _) = answer("Who was the wife of Arno Vesk?", &cards, 0).unwrap();
+    assert_eq!(text, "Hanna Lorr");
+    let cards = [
+        card(1, "Damerton", "Damerton is a village in Ostravia, near the coast."),
+        card(2, "Ostravia", "Ostravia is a country in Europe. Its first President of Ostravia was Karel Dvorny."),
+    ];
+    let (text, cited) = answer("Who was the first president of Damerton's country?", &cards, 1).unwrap();
+    assert_eq!((text.as_str(), cited.as_slice()), ("Karel Dvorny", [2].as_slice()));
+}
