@@ -12,7 +12,7 @@ static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 const ARENA_EAGER_COMMIT: libmimalloc_sys::mi_option_t = 4;
 
 /// On Linux mimalloc commits a whole arena when it reserves one; committing pages as they are used instead takes the
-/// peak RSS of a 2Wiki evaluation from about 338 MB to 292 MB at the same latency (BENCHMARKS "Memory"). Set before
+/// peak RSS of a 2Wiki evaluation from 342–347 MB to 290–291 MB at the same latency (BENCHMARKS "Memory"). Set before
 /// `main`, because the first allocation reserves the arena that holds nearly everything: after mimalloc's own
 /// constructor has read the environment, so a `MIMALLOC_ARENA_EAGER_COMMIT` that is set still decides.
 #[ctor::ctor(unsafe)]

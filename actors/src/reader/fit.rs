@@ -71,18 +71,20 @@ fn is_institution(name: &str) -> bool {
     headed(words.last()) || headed(words.first()) || acronym
 }
 
+/// The place or institution a name of an office is held at: "President of Yale College" → "Yale College".
+fn office_held_at(name: &str) -> Option<&str> {
+    let (office, rest) = name.split_once(" of ")?;
+    let office_shaped =
+        !office.contains(' ') && rest.starts_with(char::is_uppercase) && asked::is_person_noun(&office.to_lowercase());
+    office_shaped.then_some(rest)
+}
+
 /// An office held at a place or an institution names the place: "President of Yale College" is at "Yale
 /// College", "Mayor of Lyon" in "Lyon".
 pub(super) fn past_office(span: Span) -> Span {
-    match span.text.split_once(" of ") {
-        Some((office, rest))
-            if !office.contains(' ')
-                && rest.starts_with(char::is_uppercase)
-                && asked::is_person_noun(&office.to_lowercase()) =>
-        {
-            Span { at: span.at + office.len() + 4, text: rest.to_string(), shape: span.shape }
-        }
-        _ => span,
+    match office_held_at(&span.text) {
+        Some(rest) => Span { at: span.at + span.text.len() - rest.len(), text: rest.to_string(), shape: span.shape },
+        None => span,
     }
 }
 
@@ -194,7 +196,7 @@ pub(super) fn fit(a: &Asked, span: &Span, sentence: &str, window: &[&Card]) -> f
                 score += 0.3;
             }
             // An office is not the person who holds it: "President of Somalia" answers no "who".
-            if past_office(span.clone()).text != span.text {
+            if office_held_at(&span.text).is_some() {
                 score -= 1.5;
             }
         }

@@ -373,7 +373,7 @@ fn extract<'a>(a: &Asked, question: &str, window: &[&'a Card], links: usize, k: 
             for span in found {
                 let mut span = match a.kind {
                     AnswerKind::Place => past_office(span),
-                    AnswerKind::Person if span.shape == Shape::Name => past_title(span),
+                    AnswerKind::Person => past_title(span),
                     _ => span,
                 };
                 // A count's unit that the question already gives ("how many congressional districts") marks the
