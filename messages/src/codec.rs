@@ -96,6 +96,8 @@ pub fn decode<T: DeserializeOwned>(bytes: &[u8]) -> Result<(T, Encoding), CodecE
     Ok((parse_seeded(bytes, encoding, std::marker::PhantomData::<T>)?, encoding))
 }
 
+#[cfg(test)]
+mod hostile_tests;
 mod probe;
 #[cfg(test)]
 mod tests;
