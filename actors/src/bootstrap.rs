@@ -44,13 +44,13 @@ async fn graph_stale(retriever: &Retriever) -> anyhow::Result<bool> {
     let Some(first) = ingest::graph::demo_entities()?.into_iter().next() else { return Ok(false) };
     Ok(match retriever.entities.doc_state(&first.id.to_string()).await? {
         Some(state) => state.embedder != retriever.embedder_id(),
-        None => retriever.entities.count().await? == 0,
+        None => retriever.entities.count(&Default::default()).await? == 0,
     })
 }
 
 /// True when the document index is empty or the demo corpus in it was embedded by another model.
 async fn corpus_stale(retriever: &Retriever) -> anyhow::Result<bool> {
-    if retriever.index.count().await? == 0 {
+    if retriever.index.count(&Default::default()).await? == 0 {
         return Ok(true);
     }
     let first =

@@ -137,15 +137,41 @@ pub enum Command {
     },
 }
 
+/// Who may read what an ingestion writes. Without `--tenant` (and without an `owner` on a line) it is shared with
+/// every tenant.
+#[derive(Debug, clap::Args)]
+pub struct OwnerArgs {
+    /// The tenant (NATS account, or gateway key tenant) that owns every document or entity ingested
+    #[arg(long)]
+    tenant: Option<String>,
+    /// Reader groups (`tenants.groups`) that may read them too, comma-separated; needs --tenant
+    #[arg(long, value_delimiter = ',')]
+    groups: Vec<String>,
+}
+
+impl OwnerArgs {
+    fn ownership(&self) -> anyhow::Result<crate::access::Ownership> {
+        crate::access::Ownership::new(self.tenant.as_deref(), &self.groups).map_err(|e| anyhow::anyhow!("{e}"))
+    }
+}
+
 #[derive(Debug, Subcommand)]
 pub enum IngestCommand {
-    /// Documents: JSONL {id,title,text,metadata}, Markdown or text files, or directories of them
+    /// Documents: JSONL {id,title,text,metadata,owner,groups}, Markdown or text files, or directories of them
     Docs {
         #[arg(required = true)]
         paths: Vec<PathBuf>,
+        #[command(flatten)]
+        owner: OwnerArgs,
     },
-    /// Entities and edges: JSONL {id,type,name,aliases,popularity,attributes} and {src,dst,relation,weight,attributes}
-    Graph { entities: PathBuf, edges: PathBuf },
+    /// Entities and edges: JSONL {id,type,name,aliases,popularity,attributes,owner,groups} and
+    /// {src,dst,relation,weight,attributes}
+    Graph {
+        entities: PathBuf,
+        edges: PathBuf,
+        #[command(flatten)]
+        owner: OwnerArgs,
+    },
     /// The bundled demo graph and demo corpus, into the configured graph and index (e.g. Postgres and a Qdrant
     /// server, which are never seeded on their own)
     Demo,
@@ -265,19 +291,23 @@ async fn command(command: Command, config: Config) -> anyhow::Result<ExitCode> {
         }
         Command::Serve { embedded: true, .. } => serve_embedded(config).await,
         Command::Serve { stages, embedded: false } => serve(config, parse_stages(&stages)?).await,
-        Command::Ingest { what: IngestCommand::Docs { paths } } => {
-            let docs = ingest::read_paths(&paths)?;
+        Command::Ingest { what: IngestCommand::Docs { paths, owner } } => {
+            let mut docs = ingest::read_paths(&paths)?;
+            ingest::owned_by(&mut docs, &owner.ownership()?)?;
             let retriever = ingest::target::open(&config).await?;
             eprintln!("index: {}", retriever.describe());
             println!("{}", ingest::ingest(&retriever, docs, true).await?);
             announce(&config).await;
             Ok(ExitCode::SUCCESS)
         }
-        Command::Ingest { what: IngestCommand::Graph { entities, edges } } => {
+        Command::Ingest { what: IngestCommand::Graph { entities, edges, owner } } => {
+            let owned = owner.ownership()?;
             let retriever = ingest::target::open(&config).await?;
             let store = ingest::target::graph_store(&config, &retriever).await?;
+            let paths = (entities.as_path(), edges.as_path());
             let summary =
-                ingest::graph::ingest(store.as_ref(), Some(&retriever), &entities, &edges, &config.graph, true).await?;
+                ingest::graph::ingest_owned(store.as_ref(), Some(&retriever), paths, &config.graph, &owned, true)
+                    .await?;
             println!("{summary}; graph in {}, names in the entity collection", store.backend());
             let types = ingest::target::entity_types(store.as_ref()).await?;
             match client::announce_entity_types(&config, &types).await {

@@ -93,7 +93,9 @@ pub async fn search(
         Some(url) => search_remote(url, &config.subjects(), &request).await,
         None => {
             let store = crate::graph::open(config).await?;
-            Ok(entities_reply(crate::runtime::lanes::search(store, request).await))
+            // The command line is no tenant: shared entities only, as over NATS.
+            let access = crate::access::Access::shared();
+            Ok(entities_reply(crate::runtime::lanes::search(store, request, access).await))
         }
     }
 }
@@ -253,10 +255,7 @@ pub async fn ask_as(
     let mut replies = client.subscribe(inbox.clone()).await.context("cannot subscribe to the reply inbox")?;
     let mut headers = async_nats::HeaderMap::new();
     trace.to_nats(&mut headers);
-    if let Some(by) = by {
-        let info = serde_json::json!({ "acc": by.tenant, "user": by.user }).to_string();
-        headers.insert(sleuth_messages::principal::REQUEST_INFO_HEADER, info.as_str());
-    }
+    on_behalf_of(&mut headers, by);
     let payload = bytes::Bytes::from(payload);
     let send = || {
         let (subject, inbox, headers, payload) = (subjects.ask(), inbox.clone(), headers.clone(), payload.clone());
@@ -460,7 +459,7 @@ pub async fn search_remote(
     request: &sleuth_messages::SearchRequest,
 ) -> anyhow::Result<sleuth_messages::EntitiesReply> {
     let client = crate::nats_client::connect(url, "sleuth search").await?;
-    lane(&client, subjects.search(), request).await
+    lane(&client, subjects.search(), request, None).await
 }
 
 /// A request to one of the fast lanes (`sleuth.v1.search`, `sleuth.v1.hydrate`), answered by a graph stage.
@@ -468,13 +467,26 @@ pub async fn lane<T: serde::Serialize>(
     client: &async_nats::Client,
     subject: String,
     request: &T,
+    by: Option<&sleuth_messages::Principal>,
 ) -> anyhow::Result<sleuth_messages::EntitiesReply> {
     let body = sleuth_messages::codec::encode(request, sleuth_messages::Encoding::MsgPack)?;
-    let reply = tokio::time::timeout(Duration::from_secs(10), client.request(subject.clone(), body.into()))
+    let mut headers = async_nats::HeaderMap::new();
+    on_behalf_of(&mut headers, by);
+    let ask = client.request_with_headers(subject.clone(), headers, body.into());
+    let reply = tokio::time::timeout(Duration::from_secs(10), ask)
         .await
         .map_err(|_| anyhow::anyhow!("no answer from {subject} within 10 s: is a graph stage running?"))?
         .map_err(|e| anyhow::anyhow!("{subject} request failed: {e}"))?;
     Ok(sleuth_messages::codec::decode(&reply.payload)?.0)
+}
+
+/// Names the tenant a request is sent for, as nats-server would on a tenant's import: the gateway, in sleuth's own
+/// account, asks for the tenant whose API key it checked (a tenant's own connection cannot set this header).
+fn on_behalf_of(headers: &mut async_nats::HeaderMap, by: Option<&sleuth_messages::Principal>) {
+    if let Some(by) = by {
+        let info = serde_json::json!({ "acc": by.tenant, "user": by.user }).to_string();
+        headers.insert(sleuth_messages::principal::REQUEST_INFO_HEADER, info.as_str());
+    }
 }
 
 /// A lane's answer as its reply: the entities, or the error.

@@ -24,7 +24,7 @@ pub fn inputs(data: &[u8]) {
     let doc = ingest::parse_markdown("fuzz.md", "fuzz", text.to_string());
     let _ = ingest::chunk(&doc, None, 20, 5);
     let config = GraphConfig::default();
-    let _ = graph::parse("entities", text, "edges", text, &config.relations, &[]);
+    let _ = graph::parse("entities", text, "edges", text, (&config.relations, &[]), &Default::default());
     if let Ok(filters) = serde_json::from_str::<JsonMap>(text) {
         let fields =
             BTreeMap::from([("year".to_string(), FieldType::Integer), ("lang".to_string(), FieldType::Keyword)]);
@@ -39,7 +39,7 @@ pub fn inputs(data: &[u8]) {
             filters,
             limits: GraphLimits::default(),
         };
-        let _ = stages::graph::check(&config, &intent);
+        let _ = stages::graph::check(&config, &intent, &crate::access::Access::shared());
     }
     let types = EntityTypes::new(["anime", "character"]);
     let question = intake::normalize(text);

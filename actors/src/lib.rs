@@ -4,6 +4,7 @@
 //! Start at [`node::Node`] for how a process is wired, [`runtime::handler`] for how one message is handled,
 //! and [`machine`] for the loop's state machine.
 
+pub mod access;
 pub mod bench;
 pub mod bootstrap;
 pub mod bus;

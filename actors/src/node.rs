@@ -81,7 +81,8 @@ struct Backends {
 async fn entity_types(config: &Config, graph: Option<&Arc<dyn GraphStore>>) -> EntityTypes {
     let declared = EntityTypes::new(&config.graph.entity_types);
     let Some(graph) = graph else { return declared };
-    match graph.stats().await {
+    // Types are the schema, not data: every entity counts, whoever may read it.
+    match graph.stats(&crate::access::Access::everything()).await {
         Ok(stats) => {
             let found = stats.entities_by_type.iter().filter(|(_, n)| **n > 0).map(|(t, _)| t);
             declared.union(&EntityTypes::new(found))
@@ -122,12 +123,10 @@ fn logic_for(stage: Stage, ctx: &NodeContext, backends: &Backends) -> anyhow::Re
         }
         Stage::Retrieve => {
             let retriever = backends.retriever.as_ref().context("the retrieve stage needs an index")?.clone();
-            Some(Arc::new(Retrieve::new(
-                retriever,
-                config.retrieval.top_k,
-                backends.cache.clone(),
-                ctx.generation.clone(),
-            )))
+            Some(Arc::new(
+                Retrieve::new(retriever, config.retrieval.top_k, backends.cache.clone(), ctx.generation.clone())
+                    .reading_for(config.tenants.groups.clone()),
+            ))
         }
         Stage::Grader => {
             let grader = Grader { graph_bridges: config.graph.link_mentions, resolve_entities, types: types.clone() };
@@ -142,7 +141,7 @@ fn logic_for(stage: Stage, ctx: &NodeContext, backends: &Backends) -> anyhow::Re
         },
         Stage::Graph => {
             let store = backends.graph.as_ref().context("the graph stage needs a graph store")?.clone();
-            Some(Arc::new(GraphStage { store, config: config.graph.clone() }))
+            Some(Arc::new(GraphStage { store, config: config.graph.clone(), groups: config.tenants.groups.clone() }))
         }
     })
 }

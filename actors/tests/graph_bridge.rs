@@ -13,7 +13,13 @@ use sleuth_actors::{
 use sleuth_messages::{Action, AskRequest, JsonMap, Outcome};
 
 fn doc(id: &str, title: &str, text: &str) -> Document {
-    Document { id: id.into(), title: title.into(), text: text.into(), metadata: JsonMap::new() }
+    Document {
+        id: id.into(),
+        title: title.into(),
+        text: text.into(),
+        metadata: JsonMap::new(),
+        ownership: Default::default(),
+    }
 }
 
 fn corpus() -> Vec<Document> {
@@ -67,7 +73,13 @@ async fn ingestion_links_documents_that_name_each_other() {
     let dir = tempfile::tempdir().unwrap();
     let node = node(dir.path()).await;
     let graph = node.graph.clone().unwrap();
-    let step = Expand { relations: vec![MENTIONS.into()], direction: Direction::Out, node_types: vec![], fanout: 10 };
+    let step = Expand {
+        relations: vec![MENTIONS.into()],
+        direction: Direction::Out,
+        node_types: vec![],
+        fanout: 10,
+        readable: sleuth_actors::access::Access::shared(),
+    };
     let out = graph.expand(&[document_node("lothair")], &step).await.unwrap();
     let named: Vec<_> = out.iter().map(|a| a.neighbor).collect();
     assert_eq!(

@@ -14,7 +14,7 @@ use syn::visit::Visit;
 /// The layers, lowest first. A file may import from its own layer and those below it, never from one above.
 /// Every top-level module of `actors/src` is in exactly one layer.
 const LAYERS: &[(&str, &[&str])] = &[
-    ("foundations", &["text", "secrets", "telemetry", "config"]),
+    ("foundations", &["text", "secrets", "telemetry", "config", "access"]),
     ("machine", &["machine"]),
     ("adapters", &["bus", "store", "guard", "entity_types", "nats_client"]),
     ("backends", &["index", "graph", "embed"]),

@@ -114,6 +114,7 @@ fn corpus() -> Vec<Document> {
                 title: format!("{title} notes {k}"),
                 text: format!("{fact} {injection}"),
                 metadata: JsonMap::new(),
+                ownership: Default::default(),
             });
         }
     }

@@ -45,7 +45,7 @@ async fn minilm_reproduces_the_sentence_transformers_quickstart() {
 fn doc(id: &str, title: &str, text: &str, year: i64) -> Document {
     let mut metadata = JsonMap::new();
     metadata.insert("year".into(), year.into());
-    Document { id: id.into(), title: title.into(), text: text.into(), metadata }
+    Document { id: id.into(), title: title.into(), text: text.into(), metadata, ownership: Default::default() }
 }
 
 fn fixture() -> Vec<Document> {
@@ -83,7 +83,7 @@ async fn ingestion_is_idempotent_and_the_dense_lane_finds_paraphrases() {
     changed[2].text.push_str(" Rye flour makes it darker.");
     let third = ingest::ingest(&r, changed, false).await.unwrap();
     assert_eq!((third.inserted, third.replaced, third.unchanged, third.chunks), (0, 1, 2, 1));
-    assert_eq!(r.index.count().await.unwrap(), 3, "replaced chunks do not pile up");
+    assert_eq!(r.index.count(&Default::default()).await.unwrap(), 3, "replaced chunks do not pile up");
 
     // No word in common with the cat passage: only the dense lane can find it.
     let hits = r.search("kitten napping", &PayloadFilter::default(), 3).await.unwrap();
@@ -103,7 +103,7 @@ async fn ingestion_is_idempotent_and_the_dense_lane_finds_paraphrases() {
     assert!(by_id[0].text.contains("Rye flour"));
 
     assert_eq!(r.index.delete(&["cars".into(), "nope".into()]).await.unwrap(), 1);
-    assert_eq!(r.index.count().await.unwrap(), 2);
+    assert_eq!(r.index.count(&Default::default()).await.unwrap(), 2);
 }
 
 #[tokio::test]

@@ -235,6 +235,53 @@ async fn only_the_ingest_tenants_may_change_the_shared_documents() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tenants_own_documents_are_its_alone_over_http() {
+    let dir = tempfile::tempdir().unwrap();
+    let keys = dir.path().join("keys");
+    let digest = |k: &str| sleuth_actors::gateway::auth::digest_of(k);
+    std::fs::write(&keys, format!("{} ALPHA\n{} BETA\n", digest("key-alpha"), digest("key-beta"))).unwrap();
+    let gateway =
+        Gateway::start(&dir.path().join("data"), &[("SLEUTH__GATEWAY__API_KEYS_FILE", keys.to_str().unwrap())]);
+    let vault = |owner: &str| {
+        json!({ "documents": [{ "id": "alpha-vault", "title": "Zephyr Vault", "owner": owner,
+            "text": "The Zephyr Vault door code is 4471. The Zephyr Vault was built in 1902." }] })
+        .to_string()
+    };
+    let (status, error) = post(&gateway, "/v1/documents", Some("key-beta"), &vault("ALPHA")).await;
+    assert_eq!(status, 403, "BETA gave a document to ALPHA: {error}");
+    let (status, ingested) = post(&gateway, "/v1/documents", Some("key-alpha"), &vault("ALPHA")).await;
+    assert_eq!(status, 201, "a tenant adds its own document: {ingested}");
+    let (status, error) = post(&gateway, "/v1/documents", Some("key-beta"), &vault("BETA")).await;
+    assert_eq!(status, 403, "BETA replaced ALPHA's document: {error}");
+    let (status, _) = send(&gateway, reqwest::Method::DELETE, "/v1/documents/alpha-vault", Some("key-beta")).await;
+    assert_eq!(status, 403, "BETA deleted ALPHA's document");
+
+    let question = r#"{"query":"What is the Zephyr Vault door code?"}"#;
+    let (status, reply) = post(&gateway, "/v1/ask", Some("key-alpha"), question).await;
+    assert_eq!(status, 200, "{reply}");
+    assert!(reply.to_string().contains("4471"), "ALPHA reads its document: {reply}");
+    let (status, reply) = post(&gateway, "/v1/ask", Some("key-beta"), question).await;
+    assert_eq!(status, 200, "{reply}");
+    assert!(!reply.to_string().contains("4471"), "BETA read ALPHA's document: {reply}");
+
+    // The document's graph node: found and hydrated for ALPHA only.
+    let names = |found: &Value| -> Vec<String> {
+        found["entities"].as_array().unwrap().iter().filter_map(|e| e["name"].as_str().map(String::from)).collect()
+    };
+    let (_, found) = post(&gateway, "/v1/search", Some("key-alpha"), r#"{"text":"zephyr"}"#).await;
+    assert_eq!(names(&found), ["Zephyr Vault"], "{found}");
+    let (status, found) = post(&gateway, "/v1/search", Some("key-beta"), r#"{"text":"zephyr"}"#).await;
+    assert!(status == 200 && names(&found).is_empty(), "BETA found ALPHA's document: {found}");
+    let ids = r#"{"ids":[{"entity_type":"document","id":"alpha-vault"}]}"#;
+    let (_, hydrated) = post(&gateway, "/v1/hydrate", Some("key-beta"), ids).await;
+    assert!(names(&hydrated).is_empty(), "BETA hydrated ALPHA's document: {hydrated}");
+    let (_, hydrated) = post(&gateway, "/v1/hydrate", Some("key-alpha"), ids).await;
+    assert_eq!(names(&hydrated), ["Zephyr Vault"], "{hydrated}");
+    let (status, _) = send(&gateway, reqwest::Method::DELETE, "/v1/documents/alpha-vault", Some("key-alpha")).await;
+    assert_eq!(status, 200, "a tenant deletes its own document");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_http_request_span_is_the_parent_of_the_requests_trace() {
     let collector = sleuth_tests::otlp::Collector::start().await;
     let dir = tempfile::tempdir().unwrap();

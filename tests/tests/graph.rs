@@ -1,5 +1,6 @@
 //! The entity graph on real PostgreSQL and SQLite: both backends answer every primitive identically on random
-//! graphs (property test), caps are clamped whatever the intent asks, a statement that waits too long is
+//! graphs with random owners and requesters (property test), a traversal never steps on an entity its requester
+//! may not read, caps are clamped whatever the intent asks, a statement that waits too long is
 //! cancelled (server-side `statement_timeout` and the client-side timeout), and `ingest graph` is all or nothing
 //! and idempotent. Needs `SLEUTH_TEST_DATABASE_URL` (set by `.ci/run`).
 // Proptest cases are tuples of query parameters, and `intent` takes them one by one.
@@ -12,6 +13,7 @@ use proptest::{
     test_runner::{Config as ProptestConfig, TestRunner},
 };
 use sleuth_actors::{
+    access::Access,
     config::GraphConfig,
     graph::{
         Direction, Edge, Entity, Expand, GraphError, GraphStore, GraphWrite, Timeouts, postgres::PgGraph,
@@ -40,6 +42,7 @@ fn character(i: usize) -> Entity {
         aliases: vec![],
         popularity: (i % 5) as f64,
         attributes,
+        readers: Vec::new(),
     }
 }
 
@@ -78,7 +81,11 @@ fn comparable(mut result: GraphResult) -> GraphResult {
 }
 
 async fn run(store: &dyn GraphStore, config: &GraphConfig, intent: &GraphIntent) -> GraphResult {
-    match execute(store, config, intent).await {
+    run_as(store, config, intent, &Access::shared()).await
+}
+
+async fn run_as(store: &dyn GraphStore, config: &GraphConfig, intent: &GraphIntent, access: &Access) -> GraphResult {
+    match execute(store, config, intent, access).await {
         Ok(result) => comparable(result),
         Err(Failure::Invalid(message)) => panic!("valid intent refused: {message}"),
         Err(Failure::Graph(e)) => panic!("{} failed: {e}", store.backend()),
@@ -88,19 +95,45 @@ async fn run(store: &dyn GraphStore, config: &GraphConfig, intent: &GraphIntent)
 #[derive(Debug, Clone)]
 struct Case {
     nodes: usize,
+    /// Each node's owner: see [`owned`].
+    owners: Vec<u8>,
     edges: Vec<(usize, usize, usize, u8)>,
-    queries: Vec<(u8, usize, usize, u32, u32, u32, u8, u8)>,
+    /// The last field is the requester: see [`requester`].
+    queries: Vec<(u8, usize, usize, u32, u32, u32, u8, u8, u8)>,
 }
 
 fn cases() -> impl Strategy<Value = Case> {
     (2usize..24).prop_flat_map(|n| {
         (
             Just(n),
+            prop::collection::vec(0..4u8, n),
             prop::collection::vec((0..n, 0..n, 0..3usize, 0..3u8), 0..70),
-            prop::collection::vec((0..4u8, 0..n, 0..n, 1..5u32, 1..5u32, 1..8u32, 1..8u8, 0..3u8), 1..6),
+            prop::collection::vec((0..4u8, 0..n, 0..n, 1..5u32, 1..5u32, 1..8u32, 1..8u8, 0..3u8, 0..3u8), 1..6),
         )
-            .prop_map(|(nodes, edges, queries)| Case { nodes, edges, queries })
+            .prop_map(|(nodes, owners, edges, queries)| Case { nodes, owners, edges, queries })
     })
+}
+
+/// Readers of an entity: shared, ALPHA's, BETA's, or ALPHA's given to the group `g`.
+fn owned(mut entity: Entity, owner: u8) -> Entity {
+    let (tenant, groups): (Option<&str>, Vec<String>) = match owner {
+        0 => (None, vec![]),
+        1 => (Some("alpha"), vec![]),
+        2 => (Some("beta"), vec![]),
+        _ => (Some("alpha"), vec!["g".into()]),
+    };
+    entity.readers = sleuth_actors::access::Ownership::new(tenant, &groups).unwrap().readers();
+    entity
+}
+
+/// Who asks: nobody's tenant (shared only), ALPHA, or BETA as a member of the group `g`.
+fn requester(who: u8) -> Access {
+    let groups = std::collections::BTreeMap::from([("g".to_string(), vec!["beta".to_string()])]);
+    match who {
+        0 => Access::shared(),
+        1 => Access::of(Some(&sleuth_messages::Principal::tenant("ALPHA")), &groups),
+        _ => Access::of(Some(&sleuth_messages::Principal::tenant("BETA")), &groups),
+    }
 }
 
 #[test]
@@ -117,7 +150,7 @@ fn sqlite_and_postgres_answer_every_primitive_alike_on_random_graphs() {
             rt.block_on(async {
                 let all: Vec<Uuid> = (0..24).map(node).collect();
                 let write = GraphWrite {
-                    entities: (0..case.nodes).map(character).collect(),
+                    entities: (0..case.nodes).map(|i| owned(character(i), case.owners[i])).collect(),
                     edges: case
                         .edges
                         .iter()
@@ -130,7 +163,7 @@ fn sqlite_and_postgres_answer_every_primitive_alike_on_random_graphs() {
                 for store in [&pg as &dyn GraphStore, &lite] {
                     store.write(&write).await.expect("write");
                 }
-                for (kind, start, end, hops, fanout, results, mask, direction) in &case.queries {
+                for (kind, start, end, hops, fanout, results, mask, direction, who) in &case.queries {
                     let kind = [
                         GraphQueryType::Neighbors,
                         GraphQueryType::KHop,
@@ -141,13 +174,78 @@ fn sqlite_and_postgres_answer_every_primitive_alike_on_random_graphs() {
                         RELATIONS.iter().enumerate().filter(|(i, _)| mask & (1 << i) != 0).map(|(_, r)| *r).collect();
                     let direction = [Direction::Out, Direction::In, Direction::Both][*direction as usize];
                     let q = intent(kind, *start, *end, *hops, *fanout, *results, &relations, direction);
-                    let (a, b) = (run(&pg, &config, &q).await, run(&lite, &config, &q).await);
-                    prop_assert_eq!(a, b, "{:?} on {:?}", q, case.edges);
+                    let access = requester(*who);
+                    let (a, b) = (run_as(&pg, &config, &q, &access).await, run_as(&lite, &config, &q, &access).await);
+                    // What came back is readable by the requester, whatever the backend.
+                    for reference in &a.node_ids {
+                        let i = (0..case.nodes).find(|i| node(*i).to_string() == reference.id).unwrap();
+                        let readers = owned(character(i), case.owners[i]).readers;
+                        prop_assert!(access.may_read(&readers), "{:?} reached {} ({:?})", access, i, readers);
+                    }
+                    prop_assert_eq!(a, b, "{:?} as {:?} on {:?}", q, access, case.edges);
                 }
                 Ok(())
             })
         })
         .unwrap();
+}
+
+/// The nodes (of 0 to 3) that three `sequel` hops from node 0 reach for `access`, sorted.
+async fn reach(store: &dyn GraphStore, access: &Access) -> Vec<usize> {
+    let q = intent(GraphQueryType::KHop, 0, 0, 3, 10, 10, &["sequel"], Direction::Both);
+    let ids = run_as(store, &GraphConfig::default(), &q, access).await.node_ids;
+    let mut found: Vec<usize> = ids.iter().map(|r| (0..4).find(|i| node(*i).to_string() == r.id).unwrap()).collect();
+    found.sort();
+    found
+}
+
+#[tokio::test]
+async fn a_traversal_never_steps_on_an_entity_its_requester_may_not_read() {
+    let db = test_database().await;
+    let pg = PgGraph::connect(&db.url, 2, Timeouts::default()).await.unwrap();
+    let lite = SqliteGraph::in_memory(Timeouts::default()).await.unwrap();
+    // 0 (shared) - 1 (ALPHA's) - 2 (shared), and 0 - 3 (ALPHA's, given to the group g of BETA).
+    let write = GraphWrite {
+        entities: vec![owned(character(0), 0), owned(character(1), 1), owned(character(2), 0), owned(character(3), 3)],
+        edges: vec![edge(0, 1, "sequel", 1.0), edge(1, 2, "sequel", 1.0), edge(0, 3, "sequel", 2.0)],
+        ..Default::default()
+    };
+    let config = GraphConfig::default();
+    let gamma = Access::of(Some(&sleuth_messages::Principal::tenant("GAMMA")), &Default::default());
+    let (alpha, beta_in_g) = (requester(1), requester(2));
+    for store in [&pg as &dyn GraphStore, &lite] {
+        store.write(&write).await.unwrap();
+        let backend = store.backend();
+        assert_eq!(reach(store, &alpha).await, [1, 2, 3], "{backend}: the owner walks through its own entities");
+        assert_eq!(reach(store, &beta_in_g).await, [3], "{backend}: a group member reads what the group was given");
+        assert!(reach(store, &gamma).await.is_empty(), "{backend}: 2 is shared but only reachable through ALPHA's 1");
+        assert!(reach(store, &Access::shared()).await.is_empty(), "{backend}");
+        let path = intent(GraphQueryType::Path, 0, 2, 4, 10, 10, &[], Direction::Both);
+        assert_eq!(run_as(store, &config, &path, &alpha).await.paths.len(), 1, "{backend}");
+        assert!(run_as(store, &config, &path, &gamma).await.paths.is_empty(), "{backend}: no path through 1");
+        // From a node it may not read, nothing: not its neighbours, not its name.
+        let from_hidden = intent(GraphQueryType::Neighbors, 1, 1, 1, 10, 10, &[], Direction::Both);
+        let result = run_as(store, &config, &from_hidden, &gamma).await;
+        assert!(result.node_ids.is_empty() && !result.summary.contains("Character 1"), "{backend}: {result:?}");
+        assert!(store.entities(&[node(1), node(3)], &gamma).await.unwrap().is_empty(), "{backend}: hydrate");
+        assert_eq!(store.entities(&[node(1), node(3)], &alpha).await.unwrap().len(), 2, "{backend}");
+        // Typeahead (Postgres also finds similar names, such as the shared "Character 0").
+        let typed = |found: Vec<Entity>| {
+            let mut ids: Vec<Uuid> = found.iter().map(|e| e.id).collect();
+            ids.sort();
+            ids
+        };
+        let found = typed(store.search("character", None, 10, &gamma).await.unwrap());
+        assert_eq!(found, [node(0), node(2)], "{backend}: typeahead finds the shared ones only");
+        let found = typed(store.search("character", None, 10, &alpha).await.unwrap());
+        assert_eq!(found.len(), 4, "{backend}");
+        let counted = |stats: sleuth_actors::graph::GraphStats| {
+            (stats.entities_by_type.values().sum::<u64>(), stats.edges_by_relation.values().sum::<u64>())
+        };
+        assert_eq!(counted(store.stats(&gamma).await.unwrap()), (2, 0), "{backend}: stats count what may be read");
+        assert_eq!(counted(store.stats(&alpha).await.unwrap()), (4, 3), "{backend}");
+        assert_eq!(counted(store.stats(&Access::everything()).await.unwrap()), (4, 3), "{backend}");
+    }
 }
 
 #[tokio::test]
@@ -180,12 +278,15 @@ async fn caps_are_clamped_whatever_the_intent_asks() {
     let result = run(&pg, &config, &none).await;
     assert_eq!((result.count, result.paths.len()), (0, 0), "no path is a valid, empty result: {}", result.summary);
 
+    let shared = Access::shared();
     let mut bad = greedy.clone();
     bad.edge_types = vec!["drop table edges".into()];
-    assert!(matches!(execute(&pg, &config, &bad).await, Err(Failure::Invalid(m)) if m.contains("not allowed")));
+    assert!(
+        matches!(execute(&pg, &config, &bad, &shared).await, Err(Failure::Invalid(m)) if m.contains("not allowed"))
+    );
     let mut bad = greedy;
     bad.start.id = "luffy".into();
-    assert!(matches!(execute(&pg, &config, &bad).await, Err(Failure::Invalid(m)) if m.contains("not a UUID")));
+    assert!(matches!(execute(&pg, &config, &bad, &shared).await, Err(Failure::Invalid(m)) if m.contains("not a UUID")));
 }
 
 async fn locked_expand(timeouts: Timeouts) -> Result<(), GraphError> {
@@ -201,7 +302,13 @@ async fn locked_expand(timeouts: Timeouts) -> Result<(), GraphError> {
     let locker = sqlx::postgres::PgPoolOptions::new().max_connections(1).connect(&db.url).await.unwrap();
     let mut tx = locker.begin().await.unwrap();
     sqlx::query("LOCK TABLE edges IN ACCESS EXCLUSIVE MODE").execute(&mut *tx).await.unwrap();
-    let step = Expand { relations: vec!["sequel".into()], direction: Direction::Both, node_types: vec![], fanout: 10 };
+    let step = Expand {
+        relations: vec!["sequel".into()],
+        direction: Direction::Both,
+        node_types: vec![],
+        fanout: 10,
+        readable: Access::shared(),
+    };
     let blocked = pg.expand(&[node(0)], &step).await.map(|_| ());
     tx.rollback().await.unwrap();
     // Once the lock is gone, the same pool answers again.
@@ -244,24 +351,27 @@ async fn ingest_graph_is_all_or_nothing_and_idempotent() {
     std::fs::write(&edges, "{\"src\":\"luffy\",\"dst\":\"one-piece\",\"relation\":\"appears_in\"}\n{\"src\":\"nami\",\"dst\":\"zoro\",\"relation\":\"co_appears\"}\n").unwrap();
     let err = ingest::graph::ingest(&pg, None, &entities, &edges, &graph_config, false).await.unwrap_err().to_string();
     assert!(err.contains("edges.jsonl:2") && err.contains("dangling"), "{err}");
-    assert!(pg.stats().await.unwrap().entities_by_type.is_empty(), "nothing is written when a line is bad");
+    assert!(
+        pg.stats(&Access::shared()).await.unwrap().entities_by_type.is_empty(),
+        "nothing is written when a line is bad"
+    );
 
     std::fs::write(&edges, "{\"src\":\"luffy\",\"dst\":\"one-piece\",\"relation\":\"appears_in\"}\n{\"src\":\"nami\",\"dst\":\"one-piece\",\"relation\":\"appears_in\"}\n").unwrap();
     let first = ingest::graph::ingest(&pg, None, &entities, &edges, &graph_config, false).await.unwrap();
     assert_eq!((first.entities, first.unchanged, first.edges), (3, 0, 2));
     let again = ingest::graph::ingest(&pg, None, &entities, &edges, &graph_config, false).await.unwrap();
     assert_eq!((again.entities, again.unchanged, again.edges), (3, 3, 2));
-    let stats = pg.stats().await.unwrap();
+    let stats = pg.stats(&Access::shared()).await.unwrap();
     assert_eq!(stats.edges_by_relation.get("appears_in"), Some(&2));
 
     // The search lane: by alias prefix and by type, most popular first.
-    let found = pg.search("luf", None, 10).await.unwrap();
+    let found = pg.search("luf", None, 10, &Access::shared()).await.unwrap();
     assert_eq!(found.first().map(|e| e.name.as_str()), Some("Monkey D. Luffy"));
-    let characters = pg.search("n", Some("character"), 10).await.unwrap();
+    let characters = pg.search("n", Some("character"), 10, &Access::shared()).await.unwrap();
     assert!(characters.iter().all(|e| e.entity_type == "character"));
     // Hydration: many ids in one query.
     let ids: Vec<Uuid> = ["luffy", "nami", "nobody"].map(ingest::graph::entity_id).to_vec();
-    assert_eq!(pg.entities(&ids).await.unwrap().len(), 2);
+    assert_eq!(pg.entities(&ids, &Access::shared()).await.unwrap().len(), 2);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

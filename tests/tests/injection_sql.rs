@@ -8,6 +8,7 @@
 use std::{collections::BTreeMap, io::Write};
 
 use sleuth_actors::{
+    access::Access,
     config::Config,
     graph, ingest,
     stages::graph::{check, execute},
@@ -161,13 +162,16 @@ async fn hostile_strings_reach_postgres_only_as_bound_values_and_every_table_sur
     for (i, p) in &storable {
         let name = marked(*i, p);
         // Typeahead: the exact name comes back byte for byte, with its aliases.
-        let found = store.search(&name, None, 100).await.expect("search");
+        let found = store.search(&name, None, 100, &Access::shared()).await.expect("search");
         let hit = found.iter().find(|e| e.name == name).unwrap_or_else(|| panic!("{name:?} not found: {found:?}"));
         assert!(hit.aliases.iter().any(|a| a == p), "{:?}", hit.aliases);
         assert_eq!(hit.attributes.get("note").and_then(|v| v.as_str()), Some(*p));
         // The payload itself as a prefix and as an entity type.
-        store.search(p, None, 10).await.expect("a hostile prefix is a prefix");
-        store.search(&name, Some(p), 10).await.expect("a hostile type is a type that matches nothing");
+        store.search(p, None, 10, &Access::shared()).await.expect("a hostile prefix is a prefix");
+        store
+            .search(&name, Some(p), 10, &Access::shared())
+            .await
+            .expect("a hostile type is a type that matches nothing");
         // Graph intents: hostile filters and edge types are refused by validation, before any query.
         let mut filters = JsonMap::new();
         filters.insert("entity_type".into(), serde_json::json!(p));
@@ -181,16 +185,19 @@ async fn hostile_strings_reach_postgres_only_as_bound_values_and_every_table_sur
             filters,
             limits: GraphLimits::default(),
         };
-        assert!(check(&config.graph, &intent).is_err(), "entity_type filter {p:?} must be refused");
+        assert!(check(&config.graph, &intent, &Access::shared()).is_err(), "entity_type filter {p:?} must be refused");
         intent.filters = JsonMap::new();
         intent.filters.insert("direction".into(), serde_json::json!(p));
-        assert!(check(&config.graph, &intent).is_err(), "direction {p:?} must be refused");
+        assert!(check(&config.graph, &intent, &Access::shared()).is_err(), "direction {p:?} must be refused");
         intent.filters = JsonMap::new();
         intent.edge_types = vec![p.to_string()];
-        assert!(check(&config.graph, &intent).is_err(), "edge type {p:?} must be refused");
+        assert!(check(&config.graph, &intent, &Access::shared()).is_err(), "edge type {p:?} must be refused");
         // A hostile document id is hashed into a node id and traversed: nothing is there.
         intent.edge_types = vec![];
-        let result = execute(store.as_ref(), &config.graph, &intent).await.ok().expect("a traversal from nowhere");
+        let result = execute(store.as_ref(), &config.graph, &intent, &Access::shared())
+            .await
+            .ok()
+            .expect("a traversal from nowhere");
         assert_eq!(result.count, 0);
     }
 

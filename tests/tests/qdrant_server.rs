@@ -28,7 +28,7 @@ fn qdrant_url() -> (String, Option<OwnQdrant>) {
 fn doc(id: &str, text: &str, year: i64) -> Document {
     let mut metadata = JsonMap::new();
     metadata.insert("year".into(), year.into());
-    Document { id: id.into(), title: id.into(), text: text.into(), metadata }
+    Document { id: id.into(), title: id.into(), text: text.into(), metadata, ownership: Default::default() }
 }
 
 #[tokio::test]
@@ -57,5 +57,5 @@ async fn server_backend_ingests_idempotently_and_searches_hybrid_with_filters() 
     assert!(hits.iter().all(|h| h.doc_id == "bread"), "{hits:?}");
     assert_eq!(r.fetch(&PayloadFilter::doc_ids(vec!["bread".into()]), 8).await.unwrap().len(), 1);
     assert_eq!(r.index.delete(&["cats".into()]).await.unwrap(), 1);
-    assert_eq!(r.index.count().await.unwrap(), 1);
+    assert_eq!(r.index.count(&Default::default()).await.unwrap(), 1);
 }

@@ -1,7 +1,8 @@
 //! Tenants on one deployment, as `deploy/nats/accounts.conf` defines them: ALPHA and BETA are NATS accounts that
 //! import `sleuth.v1.ask` and `sleuth.v1.cancel.*`. As `beta`, every attack on `alpha`'s requests fails (reading
 //! its replies or events, cancelling it, re-sending its request id, aiming a reply at its state, claiming to be
-//! ALPHA, sharing its conversation id), while `alpha`'s own requests keep working.
+//! ALPHA, sharing its conversation id, asking what only ALPHA's documents answer), while `alpha`'s own requests
+//! keep working.
 
 use std::time::{Duration, Instant};
 
@@ -248,5 +249,38 @@ async fn a_tenant_at_its_limit_is_refused_with_limited_while_another_is_not() {
         let reply = tokio::time::timeout(Duration::from_secs(5), asked).await.expect("cancelled within 5 s").unwrap();
         assert!(matches!(reply.outcome, Outcome::Answer(_)), "{reply:?}");
     }
+    server.assert_no_violations_but(&[]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tenants_documents_answer_only_that_tenant() {
+    let server = nats::with_accounts();
+    let dir = tempfile::tempdir().unwrap();
+    let (deployment, config) = deployment(&server, dir.path());
+    // ALPHA's own document, ingested before the stages open the index (its one owner).
+    let file = dir.path().join("alpha.jsonl");
+    let line = serde_json::json!({"id": "alpha-vault", "title": "Zephyr Vault",
+        "text": "The Zephyr Vault door code is 4471. The Zephyr Vault was built in 1902."});
+    std::fs::write(&file, line.to_string()).unwrap();
+    let admin = nats::url_as(&server, "admin");
+    let file = file.to_string_lossy().to_string();
+    let ingested =
+        run_cli(&deployment, &["ingest", "docs", &file, "--tenant", "ALPHA"], &[("SLEUTH__NATS__URL", &admin)]);
+    assert!(ingested.status.success(), "ingest as ALPHA: {}", String::from_utf8_lossy(&ingested.stderr));
+    let _all = ServeProcess::start(&deployment, "all", &[("SLEUTH__NATS__URL", &nats::url_as(&server, "sleuth"))]);
+    let subjects = config.subjects();
+    let (alpha, beta) = (connect_as(&server, "alpha").await, connect_as(&server, "beta").await);
+    let vault = "What is the Zephyr Vault door code?";
+    let text = |reply: &AskReply| serde_json::to_string(reply).unwrap();
+    // ALPHA first: its hits are in the retrieve stage's cache when BETA asks the same.
+    let reply = ask(&alpha, &subjects, AskRequest::new(vault)).await;
+    assert!(text(&reply).contains("4471"), "ALPHA reads its own document: {reply:?}");
+    let reply = ask(&beta, &subjects, AskRequest::new(vault)).await;
+    assert!(matches!(reply.outcome, Outcome::Answer(_)), "{reply:?}");
+    assert!(!text(&reply).contains("4471") && !text(&reply).contains("1902"), "BETA read ALPHA's document: {reply:?}");
+    // sleuth's own account (the `client` user) is no tenant: shared documents only.
+    let client = connect_as(&server, "client").await;
+    let reply = ask(&client, &subjects, AskRequest::new(vault)).await;
+    assert!(!text(&reply).contains("4471"), "the deployment's own account read ALPHA's document: {reply:?}");
     server.assert_no_violations_but(&[]);
 }

@@ -1,5 +1,6 @@
 //! The `tenants` section: each tenant's limits on what it may ask of intake (requests under way, requests a
-//! second, LLM tokens a day), the same for every tenant unless a tenant has its own.
+//! second, LLM tokens a day), the same for every tenant unless a tenant has its own, and the reader groups that
+//! owned documents and entities may be given to (`crate::access`).
 
 use std::collections::BTreeMap;
 
@@ -15,6 +16,9 @@ pub struct TenantsConfig {
     /// A tenant's own limits, by account name (compared without case, as environment variables lowercase it);
     /// what a tenant leaves unset comes from `limits`.
     pub overrides: BTreeMap<String, TenantLimits>,
+    /// Reader groups: a group's name and its members, each a tenant (every user of it) or `tenant/user`. A
+    /// document or entity given to a group is readable by its members as well as by its owner.
+    pub groups: BTreeMap<String, Vec<String>>,
 }
 
 /// What one tenant may ask of one intake process. Intake replicas do not share counts: with R replicas behind
@@ -71,7 +75,7 @@ impl TenantsConfig {
                 return Err(format!("{who}.burst: must be at least 1"));
             }
         }
-        Ok(())
+        crate::access::check_groups(&self.groups)
     }
 }
 

@@ -10,8 +10,10 @@ use sleuth_messages::{
 use tokio::sync::{OnceCell, mpsc};
 
 use crate::{
+    access::Access,
     client,
     config::Config,
+    index::PayloadFilter,
     node::Node,
     retrieval::Retriever,
     store::{IndexGeneration, StateStore, nats_kv::KvStore},
@@ -150,40 +152,62 @@ impl Engine {
         }
     }
 
-    /// The passages that best match `query`, best first (one retrieval pass, no loop).
-    pub async fn search(&self, query: &str, limit: usize) -> Result<Vec<Hit>, ErrorResponse> {
-        let index = self.index().await?;
-        index.search(query, &Default::default(), limit).await.map_err(|e| unavailable(format!("{e:#}")))
+    /// What `by` may read (`None`: the deployment's own caller, shared documents only).
+    fn access(&self, by: Option<&Principal>) -> Access {
+        Access::of(by, &self.config().tenants.groups)
     }
 
-    /// A document's chunks in order; empty when there is no such document.
-    pub async fn document(&self, doc_id: &str) -> Result<Vec<Hit>, ErrorResponse> {
+    /// The passages that best match `query` among those `by` may read, best first (one retrieval pass, no loop).
+    pub async fn search(&self, query: &str, limit: usize, by: Option<&Principal>) -> Result<Vec<Hit>, ErrorResponse> {
+        let index = self.index().await?;
+        let filter = PayloadFilter::default().readable_by(&self.access(by));
+        index.search(query, &filter, limit).await.map_err(|e| unavailable(format!("{e:#}")))
+    }
+
+    /// A document's chunks in order; empty when there is no such document, or `by` may not read it.
+    pub async fn document(&self, doc_id: &str, by: Option<&Principal>) -> Result<Vec<Hit>, ErrorResponse> {
         let index = self.index().await?;
         let mut filter = JsonMap::new();
         filter.insert("doc_id".into(), doc_id.into());
         let filter = index.parse_filter(&filter).map_err(|e| ErrorResponse::new(ErrorKind::InvalidInput, e))?;
+        let filter = filter.readable_by(&self.access(by));
         index.fetch(&filter, 1_000).await.map_err(|e| unavailable(format!("{e:#}")))
     }
 
-    /// The typeahead lane (`sleuth.v1.search`): entities by name or alias prefix.
-    pub async fn search_entities(&self, request: SearchRequest) -> Result<EntitiesReply, ErrorResponse> {
+    /// The readers of document `doc_id` as stored (whoever may read it), `None` when there is no such document.
+    pub async fn stored_readers(&self, doc_id: &str) -> Result<Option<Vec<String>>, ErrorResponse> {
+        let index = self.index().await?;
+        let state = index.index.doc_state(doc_id).await.map_err(|e| unavailable(format!("{e:#}")))?;
+        Ok(state.map(|s| s.readers))
+    }
+
+    /// The typeahead lane (`sleuth.v1.search`): entities by name or alias prefix, of those `by` may read.
+    pub async fn search_entities(
+        &self,
+        request: SearchRequest,
+        by: Option<&Principal>,
+    ) -> Result<EntitiesReply, ErrorResponse> {
         match self {
             Engine::Embedded(node) => Ok(client::entities_reply(match &node.graph {
-                Some(graph) => crate::runtime::lanes::search(graph.clone(), request).await,
+                Some(graph) => crate::runtime::lanes::search(graph.clone(), request, self.access(by)).await,
                 None => Err(unavailable("this process has no graph open")),
             })),
-            Engine::Nats(nats) => nats.lane(nats.subjects.search(), &request).await,
+            Engine::Nats(nats) => nats.lane(nats.subjects.search(), &request, by).await,
         }
     }
 
-    /// The hydrate lane (`sleuth.v1.hydrate`): entities by id, unknown ids left out.
-    pub async fn hydrate(&self, request: HydrateRequest) -> Result<EntitiesReply, ErrorResponse> {
+    /// The hydrate lane (`sleuth.v1.hydrate`): entities by id, unknown ids (and those `by` may not read) left out.
+    pub async fn hydrate(
+        &self,
+        request: HydrateRequest,
+        by: Option<&Principal>,
+    ) -> Result<EntitiesReply, ErrorResponse> {
         match self {
             Engine::Embedded(node) => Ok(client::entities_reply(match &node.graph {
-                Some(graph) => crate::runtime::lanes::hydrate(graph.clone(), request).await,
+                Some(graph) => crate::runtime::lanes::hydrate(graph.clone(), request, self.access(by)).await,
                 None => Err(unavailable("this process has no graph open")),
             })),
-            Engine::Nats(nats) => nats.lane(nats.subjects.hydrate(), &request).await,
+            Engine::Nats(nats) => nats.lane(nats.subjects.hydrate(), &request, by).await,
         }
     }
 
@@ -220,7 +244,12 @@ impl Engine {
 
 impl NatsEngine {
     /// A request to one of the fast lanes, answered by a graph stage.
-    async fn lane<T: serde::Serialize>(&self, subject: String, request: &T) -> Result<EntitiesReply, ErrorResponse> {
-        client::lane(&self.client, subject, request).await.map_err(|e| unavailable(format!("{e:#}")))
+    async fn lane<T: serde::Serialize>(
+        &self,
+        subject: String,
+        request: &T,
+        by: Option<&Principal>,
+    ) -> Result<EntitiesReply, ErrorResponse> {
+        client::lane(&self.client, subject, request, by).await.map_err(|e| unavailable(format!("{e:#}")))
     }
 }

@@ -1,5 +1,7 @@
 //! The fast lanes and ingestion over HTTP: `POST /v1/search` (typeahead), `POST /v1/hydrate` (entities by id),
-//! `POST /v1/documents` and `DELETE /v1/documents/{id}` (the index). None of them enters the loop.
+//! `POST /v1/documents` and `DELETE /v1/documents/{id}` (the index). None of them enters the loop. The lanes answer
+//! with what the caller may read; a tenant may add, replace and delete its own documents, and the shared ones only
+//! when it is one of `gateway.ingest_tenants`.
 
 use std::sync::Arc;
 
@@ -11,9 +13,10 @@ use axum::{
 };
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
-use sleuth_messages::{EntitiesReply, ErrorKind, HydrateRequest, SearchRequest};
+use sleuth_messages::{EntitiesReply, ErrorKind, HydrateRequest, Principal, SearchRequest};
 
 use super::{App, error::ApiError};
+use crate::access::owner_of;
 
 /// A lane's reply, or its error with the error's status.
 fn lane_reply(reply: EntitiesReply) -> Result<Response, ApiError> {
@@ -29,9 +32,9 @@ pub async fn search(
     headers: HeaderMap,
     body: Result<Json<SearchRequest>, JsonRejection>,
 ) -> Result<Response, ApiError> {
-    app.caller(&headers)?;
+    let by = app.caller(&headers)?;
     let Json(request) = body.map_err(ApiError::body)?;
-    lane_reply(app.engine.search_entities(request).await?)
+    lane_reply(app.engine.search_entities(request, by.as_ref()).await?)
 }
 
 /// `POST /v1/hydrate`: entities by id; unknown ids are left out.
@@ -40,13 +43,13 @@ pub async fn hydrate(
     headers: HeaderMap,
     body: Result<Json<HydrateRequest>, JsonRejection>,
 ) -> Result<Response, ApiError> {
-    app.caller(&headers)?;
+    let by = app.caller(&headers)?;
     let Json(request) = body.map_err(ApiError::body)?;
-    lane_reply(app.engine.hydrate(request).await?)
+    lane_reply(app.engine.hydrate(request, by.as_ref()).await?)
 }
 
 /// The body of `POST /v1/documents`: documents as `sleuth ingest docs` reads them from JSONL (`id`, `text`, and
-/// optionally `title` and `metadata`).
+/// optionally `title`, `metadata`, `owner` and `groups`).
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct DocumentsBody {
@@ -62,6 +65,12 @@ pub struct DocumentBody {
     pub title: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub metadata: Option<serde_json::Map<String, serde_json::Value>>,
+    /// The tenant that owns the document; a tenant's key may only name its own tenant. Unset: shared.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub owner: Option<String>,
+    /// Reader groups (`tenants.groups`) that may read it too; needs an owner.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub groups: Option<Vec<String>>,
 }
 
 /// What an ingestion did.
@@ -72,18 +81,30 @@ pub struct Ingested {
     pub summary: String,
 }
 
-/// Whether the caller may change the shared index: the deployment's own caller, or a tenant of
-/// `gateway.ingest_tenants`.
-fn may_ingest(app: &App, headers: &HeaderMap) -> Result<(), ApiError> {
-    match app.caller(headers)? {
-        None => Ok(()),
-        Some(by) if app.engine.config().gateway.ingest_tenants.contains(&by.tenant) => Ok(()),
-        Some(by) => Err(ApiError::new(
-            StatusCode::FORBIDDEN,
-            ErrorKind::InvalidInput,
-            format!("tenant {} may not change the shared documents (gateway.ingest_tenants)", by.tenant),
+/// Whether `by` may write or delete a document owned by `owner` (`None`: shared). The deployment's own caller may
+/// change anything; a tenant its own documents, and the shared ones when it is one of `gateway.ingest_tenants`.
+fn may_change(app: &App, by: Option<&Principal>, id: &str, owner: Option<&str>) -> Result<(), ApiError> {
+    let Some(by) = by else { return Ok(()) };
+    let refused = |why: String| Err(ApiError::new(StatusCode::FORBIDDEN, ErrorKind::InvalidInput, why));
+    match owner {
+        Some(owner) if owner.eq_ignore_ascii_case(&by.tenant) => Ok(()),
+        Some(_) => refused(format!("document {id:?}: tenant {} may change only its own documents", by.tenant)),
+        None if app.engine.config().gateway.ingest_tenants.contains(&by.tenant) => Ok(()),
+        None => refused(format!(
+            "document {id:?}: tenant {} may not change the shared documents (gateway.ingest_tenants); \
+             give it an owner of its own (\"owner\": \"{}\")",
+            by.tenant, by.tenant
         )),
     }
+}
+
+/// Checks that `by` may change the document `id` as it is stored now (if it is), and would own what it writes.
+async fn may_replace(app: &App, by: Option<&Principal>, id: &str, writes: Option<&str>) -> Result<(), ApiError> {
+    may_change(app, by, id, writes)?;
+    if let Some(stored) = app.engine.stored_readers(id).await? {
+        may_change(app, by, id, owner_of(&stored))?;
+    }
+    Ok(())
 }
 
 /// `POST /v1/documents`: adds or replaces documents (by id) in the index.
@@ -92,7 +113,7 @@ pub async fn add_documents(
     headers: HeaderMap,
     body: Result<Json<DocumentsBody>, JsonRejection>,
 ) -> Result<Response, ApiError> {
-    may_ingest(&app, &headers)?;
+    let by = app.caller(&headers)?;
     let Json(body) = body.map_err(ApiError::body)?;
     if body.documents.is_empty() {
         return Err(ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, ErrorKind::InvalidInput, "documents: empty"));
@@ -101,6 +122,9 @@ pub async fn add_documents(
     let lines: Vec<String> = body.documents.iter().filter_map(|d| serde_json::to_string(d).ok()).collect();
     let docs = crate::ingest::parse_jsonl("documents", &lines.join("\n"))
         .map_err(|e| ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, ErrorKind::InvalidInput, format!("{e:#}")))?;
+    for doc in &docs {
+        may_replace(&app, by.as_ref(), &doc.id, doc.ownership.tenant.as_deref()).await?;
+    }
     let documents = docs.len();
     let summary = app.engine.ingest(docs).await?;
     Ok((StatusCode::CREATED, Json(Ingested { documents, summary })).into_response())
@@ -119,7 +143,12 @@ pub async fn delete_document(
     headers: HeaderMap,
     Path(id): Path<String>,
 ) -> Result<Response, ApiError> {
-    may_ingest(&app, &headers)?;
+    let by = app.caller(&headers)?;
+    match app.engine.stored_readers(&id).await? {
+        Some(stored) => may_change(&app, by.as_ref(), &id, owner_of(&stored))?,
+        // Nothing to delete; a tenant that may not change shared documents is told so first, as before.
+        None => may_change(&app, by.as_ref(), &id, None)?,
+    }
     let existed = app.engine.delete_documents(std::slice::from_ref(&id)).await?;
     if existed == 0 {
         let message = format!("no document {id:?}");

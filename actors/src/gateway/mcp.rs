@@ -108,8 +108,13 @@ impl SleuthMcp {
                        document, and `ask` instead when you want an answer to a question rather than a list of \
                        passages."
     )]
-    pub async fn search(&self, Parameters(args): Parameters<SearchArgs>) -> Result<Json<SearchResults>, String> {
-        let hits = self.app.engine.search(&args.query, 10).await.map_err(|e| e.message)?;
+    pub async fn search(
+        &self,
+        Parameters(args): Parameters<SearchArgs>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<Json<SearchResults>, String> {
+        let by = caller(context.extensions.get::<axum::http::request::Parts>());
+        let hits = self.app.engine.search(&args.query, 10, by.as_ref()).await.map_err(|e| e.message)?;
         let results = hits
             .into_iter()
             .map(|h| SearchResult { url: url_of(&h.metadata), id: h.doc_id, title: h.title, text: h.text })
@@ -122,8 +127,13 @@ impl SleuthMcp {
         description = "Read one whole document by the id a `search` result or an `ask` citation gave: its title, full \
                        text, url and metadata."
     )]
-    pub async fn fetch(&self, Parameters(args): Parameters<FetchArgs>) -> Result<Json<Document>, String> {
-        let chunks = self.app.engine.document(&args.id).await.map_err(|e| e.message)?;
+    pub async fn fetch(
+        &self,
+        Parameters(args): Parameters<FetchArgs>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<Json<Document>, String> {
+        let by = caller(context.extensions.get::<axum::http::request::Parts>());
+        let chunks = self.app.engine.document(&args.id, by.as_ref()).await.map_err(|e| e.message)?;
         let Some(first) = chunks.first() else { return Err(format!("no document with id {:?}", args.id)) };
         let text = chunks.iter().map(|c| c.text.as_str()).collect::<Vec<_>>().join("\n");
         let (title, metadata) = (first.title.clone(), first.metadata.clone());

@@ -69,6 +69,7 @@ pub fn power_law(edges: usize, seed: u64) -> (Vec<Entity>, Vec<Edge>) {
                 aliases: vec![],
                 popularity: degree[i] as f64,
                 attributes: Default::default(),
+                readers: Vec::new(),
             }
         })
         .collect();
@@ -121,7 +122,12 @@ pub async fn run(
     }
     let max_degree = entities.iter().map(|e| e.popularity as u64).max().unwrap_or(0);
     report.push_str(&format!("largest hub: {max_degree} edges\n"));
-    let traversal = Traversal { relations: vec!["co_appears".into()], direction: Direction::Both, node_types: vec![] };
+    let traversal = Traversal {
+        relations: vec!["co_appears".into()],
+        direction: Direction::Both,
+        node_types: vec![],
+        readable: crate::access::Access::shared(),
+    };
     let mut rng = StdRng::seed_from_u64(11);
     let (mut path_t, mut path_found) = (Vec::new(), 0);
     let (mut hood_t, mut hood_found) = (Vec::new(), 0);
@@ -140,7 +146,7 @@ pub async fn run(
 
         let prefix: String = (0..2).map(|_| SYLLABLES[rng.random_range(0..SYLLABLES.len())]).collect();
         let started = Instant::now();
-        let hits = store.search(&prefix, None, 10).await?;
+        let hits = store.search(&prefix, None, 10, &crate::access::Access::shared()).await?;
         search_t.push(started.elapsed());
         search_found += usize::from(!hits.is_empty());
     }

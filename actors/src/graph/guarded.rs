@@ -11,7 +11,10 @@ use async_trait::async_trait;
 use uuid::Uuid;
 
 use super::{Adjacent, Entity, Expand, GraphError, GraphStats, GraphStore, GraphWrite};
-use crate::guard::{Exhausted, Guard};
+use crate::{
+    access::Access,
+    guard::{Exhausted, Guard},
+};
 
 pub struct Guarded {
     pub inner: Arc<dyn GraphStore>,
@@ -62,12 +65,18 @@ impl GraphStore for Guarded {
         self.read(|| self.inner.expand(frontier, step)).await
     }
 
-    async fn entities(&self, ids: &[Uuid]) -> Result<Vec<Entity>, GraphError> {
-        self.read(|| self.inner.entities(ids)).await
+    async fn entities(&self, ids: &[Uuid], access: &Access) -> Result<Vec<Entity>, GraphError> {
+        self.read(|| self.inner.entities(ids, access)).await
     }
 
-    async fn search(&self, text: &str, entity_type: Option<&str>, limit: u32) -> Result<Vec<Entity>, GraphError> {
-        self.read(|| self.inner.search(text, entity_type, limit)).await
+    async fn search(
+        &self,
+        text: &str,
+        entity_type: Option<&str>,
+        limit: u32,
+        access: &Access,
+    ) -> Result<Vec<Entity>, GraphError> {
+        self.read(|| self.inner.search(text, entity_type, limit, access)).await
     }
 
     async fn all_names(&self) -> Result<Vec<(Uuid, String)>, GraphError> {
@@ -82,8 +91,8 @@ impl GraphStore for Guarded {
         self.inner.write(write).await
     }
 
-    async fn stats(&self) -> Result<GraphStats, GraphError> {
-        self.read(|| self.inner.stats()).await
+    async fn stats(&self, access: &Access) -> Result<GraphStats, GraphError> {
+        self.read(|| self.inner.stats(access)).await
     }
 
     async fn close(&self) {

@@ -1,18 +1,30 @@
 //! The entity graph: typed entities and allowlisted relations in PostgreSQL or SQLite behind [`GraphStore`].
 //! A backend answers one traversal query, [`GraphStore::expand`] (a frontier's capped adjacency, batched);
 //! the bounded primitives in `primitives.rs` are built on it, so both backends have the same semantics.
+//!
+//! Every read on a request's behalf sees only the entities its [`Access`] may read (an entity's `readers`,
+//! checked in the query): a traversal neither starts from nor reaches a node it may not read, and an edge counts
+//! only when both of its ends may be read.
 
-/// `GraphStore::stats` of a sqlx pool: both SQL backends count entities by type and edges by relation with the
-/// same statements.
+/// `GraphStore::stats` of a sqlx pool: both SQL backends count the entities an access (`$keys`, `$all`) may read
+/// by type, and the edges between them by relation; `$readable(alias)` is the backend's readers check on
+/// parameters 1 and 2.
 macro_rules! count_stats {
-    ($pool:expr) => {{
+    ($pool:expr, $readable:expr, $keys:expr, $all:expr) => {{
         let mut stats = GraphStats::default();
-        for r in
-            sqlx::query("SELECT entity_type, count(*) AS n FROM entities GROUP BY entity_type").fetch_all($pool).await?
-        {
+        let entities =
+            format!("SELECT entity_type, count(*) AS n FROM entities e WHERE {} GROUP BY entity_type", $readable("e"));
+        for r in sqlx::query(&entities).bind($keys).bind($all).fetch_all($pool).await? {
             stats.entities_by_type.insert(r.try_get("entity_type")?, r.try_get::<i64, _>("n")? as u64);
         }
-        for r in sqlx::query("SELECT relation, count(*) AS n FROM edges GROUP BY relation").fetch_all($pool).await? {
+        let edges = format!(
+            "SELECT x.relation, count(*) AS n FROM edges x
+             JOIN entities s ON s.id = x.src JOIN entities d ON d.id = x.dst
+             WHERE {} AND {} GROUP BY x.relation",
+            $readable("s"),
+            $readable("d")
+        );
+        for r in sqlx::query(&edges).bind($keys).bind($all).fetch_all($pool).await? {
             stats.edges_by_relation.insert(r.try_get("relation")?, r.try_get::<i64, _>("n")? as u64);
         }
         Ok(stats)
@@ -36,27 +48,34 @@ use serde::{Deserialize, Serialize};
 use sleuth_messages::{EntityRef, EntityType, JsonMap};
 use uuid::Uuid;
 
-use crate::config::Config;
+use crate::{access::Access, config::Config};
 
 /// Namespace of the UUIDs given to documents, so a document's graph node is a function of its id.
 const DOCUMENT_NAMESPACE: Uuid = Uuid::from_u128(0x5e0d_7a11_9c1b_4d6e_8f00_d0c5_0000_0001);
 
-/// An entity from the columns both SQL backends store it in (aliases and attributes as JSON text).
+/// The JSON columns of an entity row, as text.
+struct JsonColumns<'a> {
+    aliases: &'a str,
+    attributes: &'a str,
+    readers: &'a str,
+}
+
+/// An entity from the columns both SQL backends store it in (aliases, attributes and readers as JSON text).
 fn entity_from(
     id: Uuid,
     entity_type: String,
     name: String,
-    aliases: &str,
     popularity: f64,
-    attributes: &str,
+    json: JsonColumns<'_>,
 ) -> Result<Entity, GraphError> {
     Ok(Entity {
         id,
         entity_type,
         name,
-        aliases: serde_json::from_str(aliases).context("entity aliases are not a JSON array")?,
+        aliases: serde_json::from_str(json.aliases).context("entity aliases are not a JSON array")?,
         popularity,
-        attributes: serde_json::from_str(attributes).context("entity attributes are not a JSON object")?,
+        attributes: serde_json::from_str(json.attributes).context("entity attributes are not a JSON object")?,
+        readers: serde_json::from_str(json.readers).context("entity readers are not a JSON array")?,
     })
 }
 
@@ -97,11 +116,15 @@ pub struct Entity {
     pub popularity: f64,
     #[serde(default)]
     pub attributes: JsonMap,
+    /// Who may read it (`access::Ownership::readers`); empty: shared with everyone.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub readers: Vec<String>,
 }
 
 impl Entity {
-    /// The node of a document: its title is its name, its id is kept in `attributes.doc_id`.
-    pub fn document(doc_id: &str, title: &str) -> Entity {
+    /// The node of a document: its title is its name, its id is kept in `attributes.doc_id`, its readers are the
+    /// document's.
+    pub fn document(doc_id: &str, title: &str, readers: Vec<String>) -> Entity {
         let mut attributes = JsonMap::new();
         attributes.insert("doc_id".into(), doc_id.into());
         Entity {
@@ -111,6 +134,7 @@ impl Entity {
             aliases: Vec::new(),
             popularity: 0.0,
             attributes,
+            readers,
         }
     }
 
@@ -170,7 +194,8 @@ impl Direction {
     }
 }
 
-/// One expansion step: which relations, which way, which node types, and at most `fanout` neighbours per node.
+/// One expansion step: which relations, which way, which node types, and at most `fanout` neighbours per node,
+/// between nodes that `readable` may read.
 #[derive(Debug, Clone)]
 pub struct Expand {
     pub relations: Vec<String>,
@@ -178,6 +203,9 @@ pub struct Expand {
     /// Neighbour types to keep; empty keeps all.
     pub node_types: Vec<String>,
     pub fanout: u32,
+    /// Who the traversal is for: frontier nodes it may not read expand to nothing, and neighbours it may not read
+    /// are not reached (nor do they take a place in the fan-out).
+    pub readable: Access,
 }
 
 /// A neighbour of a frontier node. Per node, neighbours come ordered by weight (highest first), then neighbour
@@ -237,11 +265,19 @@ pub trait GraphStore: Send + Sync + 'static {
     /// The capped adjacency of every node in `frontier`, in one query, ordered by node then rank.
     async fn expand(&self, frontier: &[Uuid], step: &Expand) -> Result<Vec<Adjacent>, GraphError>;
 
-    /// The entities with these ids (hydration), in no particular order; unknown ids are left out.
-    async fn entities(&self, ids: &[Uuid]) -> Result<Vec<Entity>, GraphError>;
+    /// The entities with these ids that `access` may read (hydration), in no particular order; unknown ids are
+    /// left out.
+    async fn entities(&self, ids: &[Uuid], access: &Access) -> Result<Vec<Entity>, GraphError>;
 
-    /// Typeahead: entities with a name or alias starting with (or resembling) `text`, most popular first.
-    async fn search(&self, text: &str, entity_type: Option<&str>, limit: u32) -> Result<Vec<Entity>, GraphError>;
+    /// Typeahead: entities `access` may read with a name or alias starting with (or resembling) `text`, most
+    /// popular first.
+    async fn search(
+        &self,
+        text: &str,
+        entity_type: Option<&str>,
+        limit: u32,
+        access: &Access,
+    ) -> Result<Vec<Entity>, GraphError>;
 
     /// Every entity's id with its name and each alias: the dictionary mention links are matched against.
     async fn all_names(&self) -> Result<Vec<(Uuid, String)>, GraphError>;
@@ -252,7 +288,8 @@ pub trait GraphStore: Send + Sync + 'static {
     /// Applies `write` in one transaction: all of it or nothing.
     async fn write(&self, write: &GraphWrite) -> Result<(), GraphError>;
 
-    async fn stats(&self) -> Result<GraphStats, GraphError>;
+    /// What `access` may read of the graph, counted.
+    async fn stats(&self, access: &Access) -> Result<GraphStats, GraphError>;
 
     /// Closes every connection and waits until they are closed. On SQLite the last one checkpoints the WAL into
     /// the database file, so the file is whole on its own once this returns.

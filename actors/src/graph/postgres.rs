@@ -1,15 +1,18 @@
 //! [`PgGraph`]: the graph in PostgreSQL. Fixed SQL with bound parameters only; every read runs in a transaction
 //! with `SET LOCAL statement_timeout` and under a client-side timeout that cancels it.
 
+use std::sync::LazyLock;
+
 use anyhow::Context;
 use async_trait::async_trait;
 use sqlx::{PgPool, Postgres, Row, Transaction, postgres::PgPoolOptions};
 use uuid::Uuid;
 
 use super::{
-    Adjacent, Entity, Expand, GraphError, GraphStats, GraphStore, GraphWrite, Timeouts, entity_from, last_wins,
-    search_names, within,
+    Adjacent, Entity, Expand, GraphError, GraphStats, GraphStore, GraphWrite, JsonColumns, Timeouts, entity_from,
+    last_wins, search_names, within,
 };
+use crate::access::Access;
 
 /// Rows per multi-row statement when writing.
 const WRITE_CHUNK: usize = 5_000;
@@ -19,7 +22,10 @@ pub struct PgGraph {
     timeouts: Timeouts,
 }
 
-const EXPAND_SQL: &str = "
+/// The expansion, between nodes that the access in `$7` and `$8` may read (see [`readable`]).
+static EXPAND_SQL: LazyLock<String> = LazyLock::new(|| {
+    format!(
+        "
 SELECT node, neighbor, relation, weight, outgoing FROM (
     SELECT x.*, row_number() OVER (
         PARTITION BY x.node ORDER BY x.weight DESC, x.neighbor, x.relation, x.outgoing DESC) AS rank
@@ -30,14 +36,35 @@ SELECT node, neighbor, relation, weight, outgoing FROM (
         SELECT dst, src, relation, weight, FALSE FROM edges
         WHERE $4 AND dst = ANY($1) AND relation = ANY($2)
     ) x
-    WHERE cardinality($5::text[]) = 0
-       OR EXISTS (SELECT 1 FROM entities n WHERE n.id = x.neighbor AND n.entity_type = ANY($5))
+    WHERE (cardinality($5::text[]) = 0
+       OR EXISTS (SELECT 1 FROM entities n WHERE n.id = x.neighbor AND n.entity_type = ANY($5)))
+      AND EXISTS (SELECT 1 FROM entities n WHERE n.id = x.neighbor AND {})
+      AND EXISTS (SELECT 1 FROM entities f WHERE f.id = x.node AND {})
 ) ranked
 WHERE rank <= $6
-ORDER BY node, rank";
+ORDER BY node, rank",
+        readable_at("n", 7),
+        readable_at("f", 7)
+    )
+});
 
-const ENTITY_COLUMNS: &str =
-    "id, entity_type, name, aliases::text AS aliases, popularity, attributes::text AS attributes";
+const ENTITY_COLUMNS: &str = "id, entity_type, name, aliases::text AS aliases, popularity, \
+                              attributes::text AS attributes, readers::text AS readers";
+
+/// The readers check on the entity row `alias` for the access bound as parameters 1 (reader keys, `text[]`) and 2
+/// (everything): a shared entity (no readers), or one whose readers include a key (`?|`: any of the strings is an
+/// element).
+fn readable(alias: &str) -> String {
+    readable_at(alias, 1)
+}
+
+/// [`readable`] with the keys in parameter `param` and the everything flag in `param + 1`.
+fn readable_at(alias: &str, param: usize) -> String {
+    format!(
+        "(${all}::boolean OR {alias}.readers = '[]'::jsonb OR {alias}.readers ?| ${param}::text[])",
+        all = param + 1
+    )
+}
 
 impl PgGraph {
     /// Connects, creates the `pg_trgm` extension and the schema (sqlx migrations) if needed.
@@ -67,13 +94,14 @@ impl PgGraph {
 }
 
 fn pg_entity(row: &sqlx::postgres::PgRow) -> Result<Entity, GraphError> {
+    let (aliases, attributes, readers): (String, String, String) =
+        (row.try_get("aliases")?, row.try_get("attributes")?, row.try_get("readers")?);
     entity_from(
         row.try_get("id")?,
         row.try_get("entity_type")?,
         row.try_get("name")?,
-        &row.try_get::<String, _>("aliases")?,
         row.try_get("popularity")?,
-        &row.try_get::<String, _>("attributes")?,
+        JsonColumns { aliases: &aliases, attributes: &attributes, readers: &readers },
     )
 }
 
@@ -89,13 +117,15 @@ impl GraphStore for PgGraph {
         }
         within(self.timeouts.query, async {
             let mut tx = self.begin_read().await?;
-            let rows = sqlx::query(EXPAND_SQL)
+            let rows = sqlx::query(&EXPAND_SQL)
                 .bind(frontier)
                 .bind(&step.relations)
                 .bind(step.direction.follows_out())
                 .bind(step.direction.follows_in())
                 .bind(&step.node_types)
                 .bind(i64::from(step.fanout))
+                .bind(step.readable.keys())
+                .bind(step.readable.is_everything())
                 .fetch_all(&mut *tx)
                 .await?;
             tx.commit().await?;
@@ -114,21 +144,32 @@ impl GraphStore for PgGraph {
         .await
     }
 
-    async fn entities(&self, ids: &[Uuid]) -> Result<Vec<Entity>, GraphError> {
+    async fn entities(&self, ids: &[Uuid], access: &Access) -> Result<Vec<Entity>, GraphError> {
         if ids.is_empty() {
             return Ok(Vec::new());
         }
         within(self.timeouts.query, async {
             let mut tx = self.begin_read().await?;
-            let sql = format!("SELECT {ENTITY_COLUMNS} FROM entities WHERE id = ANY($1)");
-            let rows = sqlx::query(&sql).bind(ids).fetch_all(&mut *tx).await?;
+            let sql = format!("SELECT {ENTITY_COLUMNS} FROM entities e WHERE {} AND id = ANY($3)", readable("e"));
+            let rows = sqlx::query(&sql)
+                .bind(access.keys())
+                .bind(access.is_everything())
+                .bind(ids)
+                .fetch_all(&mut *tx)
+                .await?;
             tx.commit().await?;
             rows.iter().map(pg_entity).collect()
         })
         .await
     }
 
-    async fn search(&self, text: &str, entity_type: Option<&str>, limit: u32) -> Result<Vec<Entity>, GraphError> {
+    async fn search(
+        &self,
+        text: &str,
+        entity_type: Option<&str>,
+        limit: u32,
+        access: &Access,
+    ) -> Result<Vec<Entity>, GraphError> {
         let text = text.trim().to_lowercase();
         if text.is_empty() {
             return Ok(Vec::new());
@@ -137,13 +178,16 @@ impl GraphStore for PgGraph {
         within(self.timeouts.query, async {
             let mut tx = self.begin_read().await?;
             let sql = format!(
-                "SELECT {ENTITY_COLUMNS} FROM entities
-                 WHERE id IN (SELECT entity_id FROM entity_names WHERE name LIKE $1 OR name % $2)
-                   AND ($3::text IS NULL OR entity_type = $3)
+                "SELECT {ENTITY_COLUMNS} FROM entities e
+                 WHERE id IN (SELECT entity_id FROM entity_names WHERE name LIKE $3 OR name % $4)
+                   AND ($5::text IS NULL OR entity_type = $5) AND {}
                  ORDER BY popularity DESC, name, id
-                 LIMIT $4"
+                 LIMIT $6",
+                readable("e")
             );
             let rows = sqlx::query(&sql)
+                .bind(access.keys())
+                .bind(access.is_everything())
                 .bind(&prefix)
                 .bind(&text)
                 .bind(entity_type)
@@ -197,14 +241,19 @@ impl GraphStore for PgGraph {
             let attributes: Vec<String> =
                 chunk.iter().map(|e| serde_json::to_string(&e.attributes).unwrap_or_default()).collect();
             let hashes: Vec<String> = chunk.iter().map(Entity::content_hash).collect();
+            let readers: Vec<String> =
+                chunk.iter().map(|e| serde_json::to_string(&e.readers).unwrap_or_default()).collect();
             sqlx::query(
-                "INSERT INTO entities (id, entity_type, name, aliases, popularity, attributes, content_hash)
-                 SELECT id, entity_type, name, aliases::jsonb, popularity, attributes::jsonb, content_hash
-                 FROM UNNEST($1::uuid[], $2::text[], $3::text[], $4::text[], $5::float8[], $6::text[], $7::text[])
-                      AS u(id, entity_type, name, aliases, popularity, attributes, content_hash)
+                "INSERT INTO entities (id, entity_type, name, aliases, popularity, attributes, content_hash, readers)
+                 SELECT id, entity_type, name, aliases::jsonb, popularity, attributes::jsonb, content_hash,
+                        readers::jsonb
+                 FROM UNNEST($1::uuid[], $2::text[], $3::text[], $4::text[], $5::float8[], $6::text[], $7::text[],
+                             $8::text[])
+                      AS u(id, entity_type, name, aliases, popularity, attributes, content_hash, readers)
                  ON CONFLICT (id) DO UPDATE SET entity_type = EXCLUDED.entity_type, name = EXCLUDED.name,
                      aliases = EXCLUDED.aliases, popularity = EXCLUDED.popularity,
-                     attributes = EXCLUDED.attributes, content_hash = EXCLUDED.content_hash",
+                     attributes = EXCLUDED.attributes, content_hash = EXCLUDED.content_hash,
+                     readers = EXCLUDED.readers",
             )
             .bind(&ids)
             .bind(&types)
@@ -213,6 +262,7 @@ impl GraphStore for PgGraph {
             .bind(&popularity)
             .bind(&attributes)
             .bind(&hashes)
+            .bind(&readers)
             .execute(&mut *tx)
             .await?;
             sqlx::query("DELETE FROM entity_names WHERE entity_id = ANY($1)").bind(&ids).execute(&mut *tx).await?;
@@ -265,8 +315,8 @@ impl GraphStore for PgGraph {
         self.pool.close().await;
     }
 
-    async fn stats(&self) -> Result<GraphStats, GraphError> {
-        count_stats!(&self.pool)
+    async fn stats(&self, access: &Access) -> Result<GraphStats, GraphError> {
+        count_stats!(&self.pool, readable, access.keys(), access.is_everything())
     }
 }
 

@@ -10,6 +10,7 @@ use sleuth_messages::JsonMap;
 use uuid::Uuid;
 
 use super::{Adjacent, Direction, Entity, Expand, GraphError, GraphStore};
+use crate::access::Access;
 
 /// The limits one primitive runs under, already clamped to the server's hard caps.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -29,12 +30,13 @@ impl From<&crate::config::GraphConfig> for Bounds {
 /// Most nodes one side of a traversal may hold; past it, expansion stops (a hub-dense graph stays bounded).
 pub const MAX_VISITED: usize = 20_000;
 
-/// Which edges a traversal follows.
+/// Which edges a traversal follows, and for whom: it only steps on nodes `readable` may read.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Traversal {
     pub relations: Vec<String>,
     pub direction: Direction,
     pub node_types: Vec<String>,
+    pub readable: Access,
 }
 
 impl Traversal {
@@ -44,6 +46,7 @@ impl Traversal {
             direction: self.direction,
             node_types: self.node_types.clone(),
             fanout,
+            readable: self.readable.clone(),
         }
     }
 }
@@ -224,7 +227,7 @@ pub async fn compare(
     traversal: &Traversal,
     bounds: Bounds,
 ) -> Result<Option<Comparison>, GraphError> {
-    let entities = store.entities(&[start, end]).await?;
+    let entities = store.entities(&[start, end], &traversal.readable).await?;
     let (Some(a), Some(b)) = (entities.iter().find(|e| e.id == start), entities.iter().find(|e| e.id == end)) else {
         return Ok(None);
     };

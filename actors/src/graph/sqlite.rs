@@ -2,7 +2,7 @@
 //! with JSON arrays (`json_each`) in place of `= ANY($1)` and UUIDs as text. Reads run under the client-side
 //! timeout; SQLite has no statement timeout of its own.
 
-use std::{collections::BTreeMap, path::Path, str::FromStr, time::Duration};
+use std::{collections::BTreeMap, path::Path, str::FromStr, sync::LazyLock, time::Duration};
 
 use anyhow::Context;
 use async_trait::async_trait;
@@ -13,16 +13,20 @@ use sqlx::{
 use uuid::Uuid;
 
 use super::{
-    Adjacent, Entity, Expand, GraphError, GraphStats, GraphStore, GraphWrite, Timeouts, entity_from, last_wins,
-    search_names, within,
+    Adjacent, Entity, Expand, GraphError, GraphStats, GraphStore, GraphWrite, JsonColumns, Timeouts, entity_from,
+    last_wins, search_names, within,
 };
+use crate::access::Access;
 
 pub struct SqliteGraph {
     pool: SqlitePool,
     timeouts: Timeouts,
 }
 
-const EXPAND_SQL: &str = "
+/// The expansion, between nodes that the access in `?7` and `?8` may read (see [`readable`]).
+static EXPAND_SQL: LazyLock<String> = LazyLock::new(|| {
+    format!(
+        "
 SELECT node, neighbor, relation, weight, outgoing FROM (
     SELECT x.*, row_number() OVER (
         PARTITION BY x.node ORDER BY x.weight DESC, x.neighbor, x.relation, x.outgoing DESC) AS rank
@@ -33,16 +37,37 @@ SELECT node, neighbor, relation, weight, outgoing FROM (
         SELECT dst, src, relation, weight, 0 FROM edges
         WHERE ?4 AND dst IN (SELECT value FROM json_each(?1)) AND relation IN (SELECT value FROM json_each(?2))
     ) x
-    WHERE json_array_length(?5) = 0
+    WHERE (json_array_length(?5) = 0
        OR EXISTS (SELECT 1 FROM entities n WHERE n.id = x.neighbor
-                  AND n.entity_type IN (SELECT value FROM json_each(?5)))
+                  AND n.entity_type IN (SELECT value FROM json_each(?5))))
+      AND EXISTS (SELECT 1 FROM entities n WHERE n.id = x.neighbor AND {})
+      AND EXISTS (SELECT 1 FROM entities f WHERE f.id = x.node AND {})
 ) ranked
 WHERE rank <= ?6
-ORDER BY node, rank";
+ORDER BY node, rank",
+        readable_at("n", 7),
+        readable_at("f", 7)
+    )
+});
 
-const ENTITY_COLUMNS: &str = "id, entity_type, name, aliases, popularity, attributes";
+const ENTITY_COLUMNS: &str = "id, entity_type, name, aliases, popularity, attributes, readers";
 
-/// Rows in one multi-row statement: 7 parameters each stays well under SQLite's 32,766.
+/// The readers check on the entity row `alias` for the access bound as parameters 1 (a JSON array of reader keys)
+/// and 2 (everything): a shared entity (no readers), or one whose readers include a key.
+fn readable(alias: &str) -> String {
+    readable_at(alias, 1)
+}
+
+/// [`readable`] with the keys in parameter `param` and the everything flag in `param + 1`.
+fn readable_at(alias: &str, param: usize) -> String {
+    format!(
+        "(?{all} OR {alias}.readers = '[]' OR EXISTS (SELECT 1 FROM json_each({alias}.readers) r \
+         WHERE r.value IN (SELECT value FROM json_each(?{param}))))",
+        all = param + 1
+    )
+}
+
+/// Rows in one multi-row statement: 8 parameters each stays well under SQLite's 32,766.
 const ROWS_PER_STATEMENT: usize = 500;
 
 fn json<T: serde::Serialize>(value: &T) -> String {
@@ -59,13 +84,14 @@ fn uuid_of(row: &SqliteRow, column: &str) -> Result<Uuid, GraphError> {
 }
 
 fn sqlite_entity(row: &SqliteRow) -> Result<Entity, GraphError> {
+    let (aliases, attributes, readers): (String, String, String) =
+        (row.try_get("aliases")?, row.try_get("attributes")?, row.try_get("readers")?);
     entity_from(
         uuid_of(row, "id")?,
         row.try_get("entity_type")?,
         row.try_get("name")?,
-        &row.try_get::<String, _>("aliases")?,
         row.try_get("popularity")?,
-        &row.try_get::<String, _>("attributes")?,
+        JsonColumns { aliases: &aliases, attributes: &attributes, readers: &readers },
     )
 }
 
@@ -125,13 +151,15 @@ impl GraphStore for SqliteGraph {
             return Ok(Vec::new());
         }
         within(self.timeouts.query, async {
-            let rows = sqlx::query(EXPAND_SQL)
+            let rows = sqlx::query(&EXPAND_SQL)
                 .bind(ids_json(frontier))
                 .bind(json(&step.relations))
                 .bind(step.direction.follows_out())
                 .bind(step.direction.follows_in())
                 .bind(json(&step.node_types))
                 .bind(i64::from(step.fanout))
+                .bind(json(&step.readable.keys()))
+                .bind(step.readable.is_everything())
                 .fetch_all(&self.pool)
                 .await?;
             rows.iter()
@@ -149,19 +177,33 @@ impl GraphStore for SqliteGraph {
         .await
     }
 
-    async fn entities(&self, ids: &[Uuid]) -> Result<Vec<Entity>, GraphError> {
+    async fn entities(&self, ids: &[Uuid], access: &Access) -> Result<Vec<Entity>, GraphError> {
         if ids.is_empty() {
             return Ok(Vec::new());
         }
         within(self.timeouts.query, async {
-            let sql = format!("SELECT {ENTITY_COLUMNS} FROM entities WHERE id IN (SELECT value FROM json_each(?1))");
-            let rows = sqlx::query(&sql).bind(ids_json(ids)).fetch_all(&self.pool).await?;
+            let sql = format!(
+                "SELECT {ENTITY_COLUMNS} FROM entities e WHERE {} AND id IN (SELECT value FROM json_each(?3))",
+                readable("e")
+            );
+            let rows = sqlx::query(&sql)
+                .bind(json(&access.keys()))
+                .bind(access.is_everything())
+                .bind(ids_json(ids))
+                .fetch_all(&self.pool)
+                .await?;
             rows.iter().map(sqlite_entity).collect()
         })
         .await
     }
 
-    async fn search(&self, text: &str, entity_type: Option<&str>, limit: u32) -> Result<Vec<Entity>, GraphError> {
+    async fn search(
+        &self,
+        text: &str,
+        entity_type: Option<&str>,
+        limit: u32,
+        access: &Access,
+    ) -> Result<Vec<Entity>, GraphError> {
         let text = text.trim().to_lowercase();
         if text.is_empty() {
             return Ok(Vec::new());
@@ -170,13 +212,22 @@ impl GraphStore for SqliteGraph {
         let upper = format!("{text}\u{10FFFF}");
         within(self.timeouts.query, async {
             let sql = format!(
-                "SELECT {ENTITY_COLUMNS} FROM entities
-                 WHERE id IN (SELECT entity_id FROM entity_names WHERE (name >= ?1 AND name < ?2) OR instr(name, ?1) > 0)
-                   AND (?3 IS NULL OR entity_type = ?3)
+                "SELECT {ENTITY_COLUMNS} FROM entities e
+                 WHERE id IN (SELECT entity_id FROM entity_names WHERE (name >= ?3 AND name < ?4) OR instr(name, ?3) > 0)
+                   AND (?5 IS NULL OR entity_type = ?5) AND {}
                  ORDER BY popularity DESC, name, id
-                 LIMIT ?4"
+                 LIMIT ?6",
+                readable("e")
             );
-            let rows = sqlx::query(&sql).bind(&text).bind(&upper).bind(entity_type).bind(i64::from(limit)).fetch_all(&self.pool).await?;
+            let rows = sqlx::query(&sql)
+                .bind(json(&access.keys()))
+                .bind(access.is_everything())
+                .bind(&text)
+                .bind(&upper)
+                .bind(entity_type)
+                .bind(i64::from(limit))
+                .fetch_all(&self.pool)
+                .await?;
             rows.iter().map(sqlite_entity).collect()
         })
         .await
@@ -222,7 +273,7 @@ impl GraphStore for SqliteGraph {
         let entities = last_wins(&write.entities, |e| e.id);
         for batch in entities.chunks(ROWS_PER_STATEMENT) {
             let mut upsert = QueryBuilder::<Sqlite>::new(
-                "INSERT INTO entities (id, entity_type, name, aliases, popularity, attributes, content_hash) ",
+                "INSERT INTO entities (id, entity_type, name, aliases, popularity, attributes, content_hash, readers) ",
             );
             upsert.push_values(batch, |mut row, e| {
                 row.push_bind(e.id.to_string())
@@ -231,12 +282,14 @@ impl GraphStore for SqliteGraph {
                     .push_bind(json(&e.aliases))
                     .push_bind(e.popularity)
                     .push_bind(json(&e.attributes))
-                    .push_bind(e.content_hash());
+                    .push_bind(e.content_hash())
+                    .push_bind(json(&e.readers));
             });
             upsert.push(
                 " ON CONFLICT (id) DO UPDATE SET entity_type = excluded.entity_type, name = excluded.name,
                      aliases = excluded.aliases, popularity = excluded.popularity,
-                     attributes = excluded.attributes, content_hash = excluded.content_hash",
+                     attributes = excluded.attributes, content_hash = excluded.content_hash,
+                     readers = excluded.readers",
             );
             upsert.build().execute(&mut *tx).await?;
             let ids: Vec<Uuid> = batch.iter().map(|e| e.id).collect();
@@ -291,7 +344,7 @@ impl GraphStore for SqliteGraph {
         self.pool.close().await;
     }
 
-    async fn stats(&self) -> Result<GraphStats, GraphError> {
-        count_stats!(&self.pool)
+    async fn stats(&self, access: &Access) -> Result<GraphStats, GraphError> {
+        count_stats!(&self.pool, readable, json(&access.keys()), access.is_everything())
     }
 }

@@ -8,7 +8,7 @@ use tracing::{Instrument, field::Empty};
 use uuid::Uuid;
 
 use super::{Adjacent, Entity, Expand, GraphError, GraphStats, GraphStore, GraphWrite};
-use crate::scoped_span;
+use crate::{access::Access, scoped_span};
 
 pub struct Traced(pub Arc<dyn GraphStore>);
 
@@ -56,12 +56,18 @@ impl GraphStore for Traced {
         self.query("expand", Vec::len, self.0.expand(frontier, step)).await
     }
 
-    async fn entities(&self, ids: &[Uuid]) -> Result<Vec<Entity>, GraphError> {
-        self.query("hydrate", Vec::len, self.0.entities(ids)).await
+    async fn entities(&self, ids: &[Uuid], access: &Access) -> Result<Vec<Entity>, GraphError> {
+        self.query("hydrate", Vec::len, self.0.entities(ids, access)).await
     }
 
-    async fn search(&self, text: &str, entity_type: Option<&str>, limit: u32) -> Result<Vec<Entity>, GraphError> {
-        self.query("search", Vec::len, self.0.search(text, entity_type, limit)).await
+    async fn search(
+        &self,
+        text: &str,
+        entity_type: Option<&str>,
+        limit: u32,
+        access: &Access,
+    ) -> Result<Vec<Entity>, GraphError> {
+        self.query("search", Vec::len, self.0.search(text, entity_type, limit, access)).await
     }
 
     async fn all_names(&self) -> Result<Vec<(Uuid, String)>, GraphError> {
@@ -76,8 +82,8 @@ impl GraphStore for Traced {
         self.query("write", |_| 0, self.0.write(write)).await
     }
 
-    async fn stats(&self) -> Result<GraphStats, GraphError> {
-        self.query("stats", |_| 1, self.0.stats()).await
+    async fn stats(&self, access: &Access) -> Result<GraphStats, GraphError> {
+        self.query("stats", |_| 1, self.0.stats(access)).await
     }
 
     async fn close(&self) {

@@ -7,8 +7,8 @@ use anyhow::Context;
 use async_trait::async_trait;
 use qdrant_edge::{
     Condition as EdgeCondition, CountRequest, CreateIndex, Distance, EdgeConfig, EdgeShard, EdgeSparseVectorParams,
-    EdgeVectorParams, FieldCondition, FieldIndexOperations, Filter, Fusion, Match, Modifier, NamedQuery,
-    PayloadFieldSchema, PayloadSchemaType, PointId, PointInsertOperations, PointOperations, PointStruct,
+    EdgeVectorParams, FieldCondition, FieldIndexOperations, Filter, Fusion, IsEmptyCondition, Match, Modifier,
+    NamedQuery, PayloadFieldSchema, PayloadSchemaType, PointId, PointInsertOperations, PointOperations, PointStruct,
     PointStructPersisted, Prefetch, QueryEnum, QueryRequest, Range, ScoringQuery, ScrollRequest, UpdateOperation,
     Vector, VectorInternal, VectorStructInternal, Vectors, WithPayloadInterface, WithVector,
     external::ordered_float::OrderedFloat,
@@ -58,6 +58,14 @@ pub fn to_edge_filter(filter: &PayloadFilter) -> anyhow::Result<Option<Filter>> 
                     lte: lte.map(OrderedFloat),
                 },
             ),
+            Condition::Readable(keys) => {
+                let mut should = vec![EdgeCondition::IsEmpty(IsEmptyCondition::from(k.clone()))];
+                if !keys.is_empty() {
+                    should.push(EdgeCondition::Field(FieldCondition::new_match(k, Match::from(keys.clone()))));
+                }
+                conditions.push(EdgeCondition::Filter(Filter { should: Some(should), ..Default::default() }));
+                continue;
+            }
         };
         conditions.push(EdgeCondition::Field(field));
     }
@@ -293,9 +301,10 @@ impl VectorIndex for EdgeIndex {
         .await
     }
 
-    async fn count(&self) -> anyhow::Result<usize> {
-        self.blocking(|shard| {
-            shard.count(CountRequest { filter: None, exact: true }).map_err(|e| anyhow::anyhow!("count failed: {e}"))
+    async fn count(&self, filter: &PayloadFilter) -> anyhow::Result<usize> {
+        let filter = to_edge_filter(filter)?;
+        self.blocking(move |shard| {
+            shard.count(CountRequest { filter, exact: true }).map_err(|e| anyhow::anyhow!("count failed: {e}"))
         })
         .await
     }

@@ -23,6 +23,9 @@ pub enum Condition {
         lt: Option<f64>,
         lte: Option<f64>,
     },
+    /// The field (an array of reader keys) is empty or missing (shared), or holds one of these keys. Never
+    /// parsed from an intent: only [`PayloadFilter::readable_by`] makes it.
+    Readable(Vec<String>),
 }
 
 /// A conjunction of conditions, keyed by payload path (`doc_id`, `title`, `metadata.year`, …).
@@ -53,6 +56,7 @@ impl FilterSchema {
     /// Every payload path to index, with its type, without duplicates.
     pub fn indexed_paths(&self) -> Vec<(String, FieldType)> {
         let mut paths: Vec<(String, FieldType)> = self.fields.values().cloned().collect();
+        paths.push((super::READERS.to_string(), FieldType::Keyword));
         paths.sort_by(|a, b| a.0.cmp(&b.0));
         paths.dedup_by(|a, b| a.0 == b.0);
         paths
@@ -143,6 +147,14 @@ fn condition(key: &str, ty: FieldType, value: &Value) -> Result<Condition, Strin
 impl PayloadFilter {
     pub fn is_empty(&self) -> bool {
         self.must.is_empty()
+    }
+
+    /// This filter, restricted to what `access` may read.
+    pub fn readable_by(mut self, access: &crate::access::Access) -> PayloadFilter {
+        if !access.is_everything() {
+            self.must.push((super::READERS.to_string(), Condition::Readable(access.keys().to_vec())));
+        }
+        self
     }
 
     /// A filter on document ids only.

@@ -43,8 +43,8 @@ impl VectorIndex for Guarded {
         self.inner.flush().await
     }
 
-    async fn count(&self) -> anyhow::Result<usize> {
-        Ok(self.guard.call(|| self.inner.count()).await?)
+    async fn count(&self, filter: &PayloadFilter) -> anyhow::Result<usize> {
+        Ok(self.guard.call(|| self.inner.count(filter)).await?)
     }
 
     fn dense_dim(&self) -> usize {

@@ -19,6 +19,10 @@ use serde_json::{Value, json};
 use sleuth_messages::{Hit, JsonMap};
 use uuid::Uuid;
 
+/// The payload field holding a point's reader keys; every collection indexes it, and every read on a request's
+/// behalf is restricted by it ([`PayloadFilter::readable_by`]).
+pub const READERS: &str = "readers";
+
 /// Namespace for chunk point ids (UUIDv5 of `<doc_id>#<index>`).
 const POINT_NAMESPACE: Uuid = Uuid::from_u128(0x5e1e_7f00_0000_4000_8000_0000_0000_0001);
 
@@ -35,6 +39,8 @@ pub struct Chunk {
     /// Hash of the document's whole content, so unchanged documents are skipped on re-ingestion.
     pub doc_hash: String,
     pub metadata: JsonMap,
+    /// Who may read the chunk (`access::Ownership::readers`): empty when it is shared with everyone.
+    pub readers: Vec<String>,
 }
 
 impl Chunk {
@@ -72,7 +78,7 @@ impl Point {
         let c = &self.chunk;
         json!({
             "chunk_id": c.id(), "doc_id": c.doc_id, "chunk": c.index, "of": c.of, "title": c.title, "text": c.text,
-            "doc_hash": c.doc_hash, "embedder": self.embedder, "metadata": c.metadata,
+            "doc_hash": c.doc_hash, "embedder": self.embedder, "metadata": c.metadata, READERS: c.readers,
         })
     }
 }
@@ -91,6 +97,8 @@ pub struct DocState {
     pub doc_hash: String,
     pub of: u32,
     pub embedder: String,
+    /// Who may read it (empty: shared).
+    pub readers: Vec<String>,
 }
 
 /// A search result with the dense vector of its chunk when the plan asked for it.
@@ -124,6 +132,11 @@ pub fn doc_state_from_payload(map: &serde_json::Map<String, Value>) -> Option<Do
         doc_hash: map.get("doc_hash")?.as_str()?.to_string(),
         of: map.get("of")?.as_u64()? as u32,
         embedder: map.get("embedder").and_then(Value::as_str).unwrap_or("").to_string(),
+        readers: map
+            .get(READERS)
+            .and_then(Value::as_array)
+            .map(|keys| keys.iter().filter_map(Value::as_str).map(str::to_string).collect())
+            .unwrap_or_default(),
     })
 }
 
@@ -146,8 +159,8 @@ pub trait VectorIndex: Send + Sync + 'static {
     async fn delete(&self, doc_ids: &[String]) -> anyhow::Result<usize>;
     /// Makes writes durable.
     async fn flush(&self) -> anyhow::Result<()>;
-    /// Number of stored chunks.
-    async fn count(&self) -> anyhow::Result<usize>;
+    /// Number of stored chunks matching `filter` (all of them when it is empty).
+    async fn count(&self, filter: &PayloadFilter) -> anyhow::Result<usize>;
     /// Length of the dense vectors this index was created with.
     fn dense_dim(&self) -> usize;
 }

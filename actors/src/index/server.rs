@@ -41,6 +41,13 @@ pub fn to_grpc_filter(filter: &PayloadFilter) -> Option<Filter> {
         Condition::Range { gt, gte, lt, lte } => {
             GrpcCondition::range(path.clone(), Range { gt: *gt, gte: *gte, lt: *lt, lte: *lte })
         }
+        Condition::Readable(keys) => {
+            let mut should = vec![GrpcCondition::is_empty(path.clone())];
+            if !keys.is_empty() {
+                should.push(GrpcCondition::matches(path.clone(), keys.clone()));
+            }
+            Filter::should(should).into()
+        }
     });
     Some(Filter::must(conditions))
 }
@@ -266,12 +273,12 @@ impl VectorIndex for ServerIndex {
         Ok(())
     }
 
-    async fn count(&self) -> anyhow::Result<usize> {
-        let response = self
-            .client
-            .count(CountPointsBuilder::new(&self.collection).exact(true))
-            .await
-            .context("Qdrant count failed")?;
+    async fn count(&self, filter: &PayloadFilter) -> anyhow::Result<usize> {
+        let mut request = CountPointsBuilder::new(&self.collection).exact(true);
+        if let Some(filter) = to_grpc_filter(filter) {
+            request = request.filter(filter);
+        }
+        let response = self.client.count(request).await.context("Qdrant count failed")?;
         Ok(response.result.map_or(0, |r| r.count as usize))
     }
 
@@ -380,5 +387,24 @@ mod tests {
         assert_eq!(fields[3].0, "metadata.score");
         assert_eq!(fields[3].2.map(|r| r.gte), Some(Some(0.5)));
         assert!(to_grpc_filter(&PayloadFilter::default()).is_none());
+    }
+
+    #[test]
+    fn what_a_tenant_may_read_is_a_nested_should_of_no_readers_or_one_of_its_keys() {
+        let alpha = crate::access::Access::of(
+            Some(&sleuth_messages::Principal::tenant("ALPHA")),
+            &std::collections::BTreeMap::from([("g".to_string(), vec!["alpha".to_string()])]),
+        );
+        let f = to_grpc_filter(&PayloadFilter::default().readable_by(&alpha)).expect("a filter");
+        let Some(ConditionOneOf::Filter(nested)) = &f.must[0].condition_one_of else { panic!("{f:?}") };
+        assert!(matches!(&nested.should[0].condition_one_of, Some(ConditionOneOf::IsEmpty(e)) if e.key == "readers"));
+        let Some(ConditionOneOf::Field(field)) = &nested.should[1].condition_one_of else { panic!("{nested:?}") };
+        let keys = field.r#match.clone().and_then(|m| m.match_value);
+        assert!(matches!(keys, Some(MatchValue::Keywords(k)) if k.strings == ["group:g", "tenant:alpha"]), "{field:?}");
+        // No principal: shared documents only; an operator's count: no condition at all.
+        let shared = to_grpc_filter(&PayloadFilter::default().readable_by(&crate::access::Access::shared())).unwrap();
+        let Some(ConditionOneOf::Filter(nested)) = &shared.must[0].condition_one_of else { panic!("{shared:?}") };
+        assert_eq!(nested.should.len(), 1);
+        assert!(to_grpc_filter(&PayloadFilter::default().readable_by(&crate::access::Access::everything())).is_none());
     }
 }

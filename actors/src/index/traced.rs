@@ -71,8 +71,8 @@ impl VectorIndex for Traced {
         self.inner.flush().await
     }
 
-    async fn count(&self) -> anyhow::Result<usize> {
-        self.call("count", |_| 1, self.inner.count()).await
+    async fn count(&self, filter: &PayloadFilter) -> anyhow::Result<usize> {
+        self.call("count", |_| 1, self.inner.count(filter)).await
     }
 
     fn dense_dim(&self) -> usize {

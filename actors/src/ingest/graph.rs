@@ -1,6 +1,8 @@
 //! `sleuth ingest graph ENTITIES.jsonl EDGES.jsonl`: reads typed entities and edges, checks every line (known
 //! entity type, allowlisted relation, no dangling edge) before anything is written, then writes all of it in one
 //! transaction. Ids may be UUIDs or any stable string key (hashed to a UUID), so hand-written files stay readable.
+//! An entity line may name its `owner` tenant and reader `groups` (`crate::access`), as may the command line for
+//! every entity of the file; an entity without an owner is shared with every tenant.
 
 use std::collections::{HashMap, HashSet};
 
@@ -11,6 +13,7 @@ use sleuth_messages::{EntityType, JsonMap};
 use uuid::Uuid;
 
 use crate::{
+    access::Ownership,
     config::GraphConfig,
     graph::{Edge, Entity, GraphStore, GraphWrite},
     retrieval::Retriever,
@@ -36,6 +39,10 @@ struct EntityLine {
     popularity: f64,
     #[serde(default)]
     attributes: JsonMap,
+    #[serde(default)]
+    owner: Option<String>,
+    #[serde(default)]
+    groups: Vec<String>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -83,14 +90,15 @@ pub struct Parsed {
     pub unresolved: Vec<(Uuid, String)>,
 }
 
-/// Parses and checks both files; errors name the file and line. Nothing is written.
+/// Parses and checks both files; errors name the file and line. Nothing is written. Every entity gets `owned`'s
+/// owner and groups besides its own line's (the two may not name different owners).
 pub fn parse(
     entities_source: &str,
     entities_text: &str,
     edges_source: &str,
     edges_text: &str,
-    relations: &[String],
-    types: &[String],
+    (relations, types): (&[String], &[String]),
+    owned: &Ownership,
 ) -> anyhow::Result<Parsed> {
     let mut entities = Vec::new();
     let mut keys: HashMap<Uuid, String> = HashMap::new();
@@ -115,6 +123,10 @@ pub fn parse(
         if !e.popularity.is_finite() {
             bail!("{at}: popularity must be a finite number");
         }
+        let readers = Ownership::new(e.owner.as_deref(), &e.groups)
+            .and_then(|own| own.merge(owned))
+            .map_err(|why| anyhow::anyhow!("{at}: {why}"))?
+            .readers();
         let id = entity_id(&e.id);
         if let Some(previous) = keys.insert(id, at.clone()) {
             bail!("{at}: entity {:?} is already defined at {previous}", e.id);
@@ -126,6 +138,7 @@ pub fn parse(
             aliases: e.aliases,
             popularity: e.popularity,
             attributes: e.attributes,
+            readers,
         });
     }
     let mut edges = Vec::new();
@@ -159,7 +172,7 @@ pub const DEMO_EDGES: &str = include_str!("../../data/demo_graph/edges.jsonl");
 
 /// The demo graph's entities, parsed.
 pub fn demo_entities() -> anyhow::Result<Vec<Entity>> {
-    Ok(parse("demo entities", DEMO_ENTITIES, "demo edges", "", &[], &[])?.entities)
+    Ok(parse("demo entities", DEMO_ENTITIES, "demo edges", "", (&[], &[]), &Ownership::shared())?.entities)
 }
 
 /// Loads the bundled demo graph into `store` and the entity collection of `retriever`.
@@ -169,11 +182,12 @@ pub async fn ingest_demo(
     relations: &[String],
 ) -> anyhow::Result<GraphSummary> {
     let sources = Sources { entities: ("demo entities", DEMO_ENTITIES), edges: ("demo edges", DEMO_EDGES) };
-    ingest_text(store, Some(retriever), sources, (relations, &[]), false).await
+    ingest_text(store, Some(retriever), sources, (relations, &[]), &Ownership::shared(), false).await
 }
 
 /// Ingests both files into `store`, then indexes the entities' names in `retriever`'s entity collection: the
-/// graph is written all or nothing, and both steps skip what is unchanged.
+/// graph is written all or nothing, and both steps skip what is unchanged. Entities are shared unless their lines
+/// name an owner.
 pub async fn ingest(
     store: &dyn GraphStore,
     retriever: Option<&Retriever>,
@@ -182,11 +196,24 @@ pub async fn ingest(
     config: &GraphConfig,
     progress: bool,
 ) -> anyhow::Result<GraphSummary> {
+    let paths = (entities_path, edges_path);
+    ingest_owned(store, retriever, paths, config, &Ownership::shared(), progress).await
+}
+
+/// [`ingest`], every entity owned by `owned`'s tenant and readable by its groups (`--tenant`, `--groups`).
+pub async fn ingest_owned(
+    store: &dyn GraphStore,
+    retriever: Option<&Retriever>,
+    (entities_path, edges_path): (&std::path::Path, &std::path::Path),
+    config: &GraphConfig,
+    owned: &Ownership,
+    progress: bool,
+) -> anyhow::Result<GraphSummary> {
     let read = |p: &std::path::Path| std::fs::read_to_string(p).with_context(|| format!("cannot read {}", p.display()));
     let (entities_name, edges_name) = (entities_path.display().to_string(), edges_path.display().to_string());
     let (entities_text, edges_text) = (read(entities_path)?, read(edges_path)?);
     let sources = Sources { entities: (&entities_name, &entities_text), edges: (&edges_name, &edges_text) };
-    ingest_text(store, retriever, sources, (&config.relations, &config.entity_types), progress).await
+    ingest_text(store, retriever, sources, (&config.relations, &config.entity_types), owned, progress).await
 }
 
 /// Two JSONL texts and the names their errors cite.
@@ -200,6 +227,7 @@ async fn ingest_text(
     retriever: Option<&Retriever>,
     sources: Sources<'_>,
     (relations, types): (&[String], &[String]),
+    owned: &Ownership,
     progress: bool,
 ) -> anyhow::Result<GraphSummary> {
     let bar = if progress { ProgressBar::new_spinner() } else { ProgressBar::hidden() };
@@ -210,7 +238,7 @@ async fn ingest_text(
     bar.enable_steady_tick(std::time::Duration::from_millis(120));
     bar.set_message("checking entities and edges");
     let Parsed { entities, edges, unresolved } =
-        parse(sources.entities.0, sources.entities.1, sources.edges.0, sources.edges.1, relations, types)?;
+        parse(sources.entities.0, sources.entities.1, sources.edges.0, sources.edges.1, (relations, types), owned)?;
     // Endpoints not defined in this file must already be in the graph.
     if !unresolved.is_empty() {
         let ids: Vec<Uuid> = unresolved.iter().map(|(id, _)| *id).collect::<HashSet<_>>().into_iter().collect();
@@ -247,26 +275,51 @@ mod tests {
     fn bad_lines_are_named() {
         let ents =
             "{\"id\":\"a\",\"type\":\"anime\",\"name\":\"A\"}\n{\"id\":\"b\",\"type\":\"Robot!\",\"name\":\"B\"}\n";
-        let err = parse("e.jsonl", ents, "r.jsonl", "", &relations(), &[]).unwrap_err().to_string();
+        let err =
+            parse("e.jsonl", ents, "r.jsonl", "", (&relations(), &[]), &Ownership::shared()).unwrap_err().to_string();
         assert!(err.contains("e.jsonl:2") && err.contains("Robot!"), "{err}");
         // Any identifier is a type, unless graph.entity_types limits them.
         let ents =
             "{\"id\":\"a\",\"type\":\"city\",\"name\":\"A\"}\n{\"id\":\"b\",\"type\":\"robot\",\"name\":\"B\"}\n";
-        assert_eq!(parse("e.jsonl", ents, "r.jsonl", "", &relations(), &[]).unwrap().entities.len(), 2);
-        let err = parse("e.jsonl", ents, "r.jsonl", "", &relations(), &["city".into()]).unwrap_err().to_string();
+        assert_eq!(
+            parse("e.jsonl", ents, "r.jsonl", "", (&relations(), &[]), &Ownership::shared()).unwrap().entities.len(),
+            2
+        );
+        let err = parse("e.jsonl", ents, "r.jsonl", "", (&relations(), &["city".into()]), &Ownership::shared())
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("e.jsonl:2") && err.contains("graph.entity_types (city)"), "{err}");
 
         let ents = "{\"id\":\"a\",\"type\":\"anime\",\"name\":\"A\"}\n";
         let edges = "{\"src\":\"a\",\"dst\":\"a\",\"relation\":\"appears_in\"}\n{\"src\":\"a\",\"dst\":\"a\",\"relation\":\"hates\"}\n";
-        let err = parse("e.jsonl", ents, "r.jsonl", edges, &relations(), &[]).unwrap_err().to_string();
+        let err = parse("e.jsonl", ents, "r.jsonl", edges, (&relations(), &[]), &Ownership::shared())
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("r.jsonl:2") && err.contains("hates"), "{err}");
+    }
+
+    #[test]
+    fn an_entity_line_names_its_owner_and_the_command_line_gives_one_to_the_rest() {
+        let ents = "{\"id\":\"a\",\"type\":\"city\",\"name\":\"A\",\"owner\":\"alpha\",\"groups\":[\"g\"]}\n\
+                    {\"id\":\"b\",\"type\":\"city\",\"name\":\"B\"}\n";
+        let rel = relations();
+        let parsed = parse("e", ents, "r", "", (&rel, &[]), &Ownership::shared()).unwrap();
+        assert_eq!(parsed.entities[0].readers, ["tenant:alpha", "group:g"]);
+        assert!(parsed.entities[1].readers.is_empty());
+        let alpha = Ownership::new(Some("ALPHA"), &[]).unwrap();
+        let parsed = parse("e", ents, "r", "", (&rel, &[]), &alpha).unwrap();
+        assert_eq!(parsed.entities[1].readers, ["tenant:alpha"]);
+        let beta = Ownership::new(Some("beta"), &[]).unwrap();
+        let err = parse("e", ents, "r", "", (&rel, &[]), &beta).unwrap_err().to_string();
+        assert!(err.contains("e:1") && err.contains("alpha"), "{err}");
     }
 
     #[test]
     fn endpoints_outside_the_file_are_left_to_check_against_the_graph() {
         let ents = "{\"id\":\"a\",\"type\":\"anime\",\"name\":\"A\"}\n";
         let edges = "{\"src\":\"a\",\"dst\":\"zz\",\"relation\":\"appears_in\"}\n";
-        let Parsed { edges, unresolved, .. } = parse("e", ents, "r", edges, &relations(), &[]).unwrap();
+        let Parsed { edges, unresolved, .. } =
+            parse("e", ents, "r", edges, (&relations(), &[]), &Ownership::shared()).unwrap();
         assert_eq!(edges.len(), 1);
         assert_eq!(unresolved.len(), 1);
         assert!(unresolved[0].1.contains("r:1"), "{unresolved:?}");

@@ -28,7 +28,8 @@ pub async fn link_documents(
     min_chars: usize,
 ) -> Result<LinkSummary, GraphError> {
     for batch in docs.chunks(WRITE_BATCH) {
-        let entities: Vec<Entity> = batch.iter().map(|d| Entity::document(&d.id, &d.title)).collect();
+        let entities: Vec<Entity> =
+            batch.iter().map(|d| Entity::document(&d.id, &d.title, d.ownership.readers())).collect();
         store.write(&GraphWrite { entities, ..Default::default() }).await?;
     }
     let linker = MentionLinker::new(store.all_names().await?, min_chars)?;

@@ -1,5 +1,7 @@
 //! Document ingestion: reads JSONL `{id,title,text,metadata}`, Markdown and plain text, chunks by tokens with
-//! overlap (each chunk carries its document's title), embeds in batches, and upserts idempotently by content hash.
+//! overlap (each chunk carries its document's title and readers), embeds in batches, and upserts idempotently by
+//! content hash. A JSONL line may name its `owner` tenant and reader `groups` (`crate::access`); a document
+//! without an owner is shared with every tenant.
 
 pub mod chunk;
 pub mod graph;
@@ -18,7 +20,7 @@ use uuid::Uuid;
 
 use tokenizers::Tokenizer;
 
-use crate::{index::Chunk, retrieval::Retriever};
+use crate::{access::Ownership, index::Chunk, retrieval::Retriever};
 
 /// The bundled demo corpus, ingested on first use of an empty embedded index.
 pub const DEMO_CORPUS: &str = include_str!("../../data/demo_corpus.jsonl");
@@ -31,6 +33,19 @@ pub struct Document {
     pub title: String,
     pub text: String,
     pub metadata: JsonMap,
+    /// Who may read it: its owner tenant and reader groups; shared by default.
+    pub ownership: Ownership,
+}
+
+/// Gives every document the owner and groups the command line names (`--tenant`, `--groups`); a document whose
+/// own line names another owner is refused, naming it.
+pub fn owned_by(docs: &mut [Document], ownership: &Ownership) -> anyhow::Result<()> {
+    for doc in docs {
+        doc.ownership = std::mem::take(&mut doc.ownership)
+            .merge(ownership)
+            .map_err(|e| anyhow::anyhow!("document {:?}: {e}", doc.id))?;
+    }
+    Ok(())
 }
 
 /// Totals of one ingestion run.
@@ -96,7 +111,22 @@ pub fn parse_jsonl(source: &str, text: &str) -> anyhow::Result<Vec<Document>> {
         if id.trim().is_empty() {
             bail!("{}: \"id\" is empty", at());
         }
-        docs.push(Document { id, title, text, metadata });
+        let owner = match value.get("owner") {
+            None | Some(serde_json::Value::Null) => None,
+            Some(serde_json::Value::String(s)) => Some(s.as_str()),
+            Some(_) => bail!("{}: \"owner\" must be a tenant name", at()),
+        };
+        let groups: Vec<String> = match value.get("groups") {
+            None | Some(serde_json::Value::Null) => Vec::new(),
+            Some(serde_json::Value::Array(items)) => items
+                .iter()
+                .map(|g| g.as_str().map(str::to_string))
+                .collect::<Option<_>>()
+                .with_context(|| format!("{}: \"groups\" must be an array of group names", at()))?,
+            Some(_) => bail!("{}: \"groups\" must be an array of group names", at()),
+        };
+        let ownership = Ownership::new(owner, &groups).map_err(|e| anyhow::anyhow!("{}: {e}", at()))?;
+        docs.push(Document { id, title, text, metadata, ownership });
     }
     Ok(docs)
 }
@@ -107,7 +137,7 @@ pub fn parse_markdown(id: &str, stem: &str, text: String) -> Document {
         .lines()
         .find_map(|l| l.strip_prefix("# ").map(|t| t.trim().to_string()))
         .unwrap_or_else(|| stem.to_string());
-    Document { id: id.to_string(), title, text, metadata: JsonMap::new() }
+    Document { id: id.to_string(), title, text, metadata: JsonMap::new(), ownership: Ownership::shared() }
 }
 
 fn read_file(path: &Path) -> anyhow::Result<Vec<Document>> {
@@ -117,7 +147,8 @@ fn read_file(path: &Path) -> anyhow::Result<Vec<Document>> {
         "jsonl" | "ndjson" => parse_jsonl(&path.display().to_string(), &text),
         "md" | "markdown" => Ok(vec![parse_markdown(&path.display().to_string(), &stem, text)]),
         "txt" | "text" => {
-            Ok(vec![Document { id: path.display().to_string(), title: stem, text, metadata: JsonMap::new() }])
+            let id = path.display().to_string();
+            Ok(vec![Document { id, title: stem, text, metadata: JsonMap::new(), ownership: Ownership::shared() }])
         }
         other => bail!("{}: unsupported file type '{other}', expected .jsonl, .md or .txt", path.display()),
     }
@@ -159,12 +190,17 @@ pub fn read_paths(paths: &[PathBuf]) -> anyhow::Result<Vec<Document>> {
 /// Splits a document into token windows (see [`chunk::windows`]); every chunk carries the title.
 pub fn chunk(doc: &Document, tokenizer: Option<&Tokenizer>, max_tokens: usize, overlap: usize) -> Vec<Chunk> {
     let windows = chunk::windows(&doc.text, tokenizer, max_tokens, overlap);
-    let hash_input = format!(
+    let readers = doc.ownership.readers();
+    let mut hash_input = format!(
         "{max_tokens}/{overlap}\n{}\n{}\n{}",
         doc.title,
         doc.text,
         serde_json::to_string(&doc.metadata).unwrap_or_default()
     );
+    // Only when owned, so a shared document ingested before owners existed is still unchanged.
+    if !readers.is_empty() {
+        hash_input.push_str(&format!("\nreaders {readers:?}"));
+    }
     let doc_hash = Uuid::new_v5(&HASH_NAMESPACE, hash_input.as_bytes()).to_string();
     let of = windows.len() as u32;
     windows
@@ -178,6 +214,7 @@ pub fn chunk(doc: &Document, tokenizer: Option<&Tokenizer>, max_tokens: usize, o
             text,
             doc_hash: doc_hash.clone(),
             metadata: doc.metadata.clone(),
+            readers: readers.clone(),
         })
         .collect()
 }
@@ -252,6 +289,23 @@ mod tests {
     }
 
     #[test]
+    fn a_line_names_its_owner_and_groups_and_the_command_line_cannot_give_it_another() {
+        let text =
+            "{\"id\":\"a\",\"text\":\"x\",\"owner\":\"ALPHA\",\"groups\":[\"finance\"]}\n{\"id\":\"b\",\"text\":\"y\"}";
+        let mut docs = parse_jsonl("d", text).unwrap();
+        assert_eq!(chunk(&docs[0], None, 20, 5)[0].readers, ["tenant:alpha", "group:finance"]);
+        assert!(chunk(&docs[1], None, 20, 5)[0].readers.is_empty(), "no owner: shared");
+        let shared_hash = chunk(&docs[1], None, 20, 5)[0].doc_hash.clone();
+        owned_by(&mut docs[1..], &Ownership::new(Some("beta"), &[]).unwrap()).unwrap();
+        assert_eq!(chunk(&docs[1], None, 20, 5)[0].readers, ["tenant:beta"]);
+        assert_ne!(chunk(&docs[1], None, 20, 5)[0].doc_hash, shared_hash, "a new owner re-ingests the document");
+        let err = owned_by(&mut docs, &Ownership::new(Some("beta"), &[]).unwrap()).unwrap_err().to_string();
+        assert!(err.contains("\"a\"") && err.contains("alpha"), "{err}");
+        let err = parse_jsonl("d", "{\"id\":\"a\",\"text\":\"x\",\"groups\":[\"g\"]}").unwrap_err().to_string();
+        assert!(err.contains("d:1") && err.contains("owner"), "{err}");
+    }
+
+    #[test]
     fn demo_corpus_parses() {
         let docs = parse_jsonl("demo", DEMO_CORPUS).unwrap();
         assert!(docs.len() >= 24, "{}", docs.len());
@@ -264,6 +318,7 @@ mod tests {
             title: "T".into(),
             text: (0..50).map(|i| i.to_string()).collect::<Vec<_>>().join(" "),
             metadata: JsonMap::new(),
+            ownership: Ownership::shared(),
         };
         let chunks = chunk(&doc, None, 20, 5);
         assert_eq!(chunks.len(), 3);

@@ -39,6 +39,6 @@ pub async fn delete(retriever: &Retriever, ids: &[String]) -> anyhow::Result<usi
 
 /// The entity types a graph holds now, for announcing them to the deployment's stages.
 pub async fn entity_types(store: &dyn GraphStore) -> anyhow::Result<EntityTypes> {
-    let stats = store.stats().await?;
+    let stats = store.stats(&crate::access::Access::everything()).await?;
     Ok(EntityTypes::new(stats.entities_by_type.keys()))
 }

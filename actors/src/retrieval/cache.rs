@@ -1,7 +1,8 @@
 //! [`RetrievalCache`]: seed 001's retrieval cache, an LRU with a TTL in front of the retrieve stage, without its
 //! limitations. The key is normalised (case, punctuation, white space), so "What is X?" and "what is x" share an
-//! entry; searches with filters bypass it; and every entry belongs to an index generation, so an ingestion on
-//! any replica ([`IndexGeneration`](crate::store::IndexGeneration)) empties every cache.
+//! entry; searches with filters bypass it; the key holds what the requester may read, so two tenants never share
+//! an entry; and every entry belongs to an index generation, so an ingestion on any replica
+//! ([`IndexGeneration`](crate::store::IndexGeneration)) empties every cache.
 
 use std::{
     num::NonZeroUsize,
@@ -15,7 +16,7 @@ use std::{
 use lru::LruCache;
 use sleuth_messages::{CacheStats, Hit, SearchIntent};
 
-use crate::config::IntakeConfig;
+use crate::{access::Access, config::IntakeConfig};
 
 pub struct RetrievalCache {
     inner: Mutex<Inner>,
@@ -52,15 +53,16 @@ impl RetrievalCache {
             .then(|| Arc::new(RetrievalCache::new(config.cache_entries, Duration::from_secs(config.cache_ttl_s))))
     }
 
-    /// The key of a search, or `None` (counted as bypassed) when it has filters or no query. `exact` is the
-    /// literal-constraint mode, whose results differ from the same query's hybrid ones.
-    pub fn key(&self, intent: &SearchIntent, limit: usize, exact: &[String]) -> Option<String> {
+    /// The key of a search for `access`, or `None` (counted as bypassed) when it has filters or no query. `exact`
+    /// is the literal-constraint mode, whose results differ from the same query's hybrid ones.
+    pub fn key(&self, intent: &SearchIntent, limit: usize, exact: &[String], access: &Access) -> Option<String> {
         let query = intent.query.as_deref().map(normalize).filter(|q| !q.is_empty());
         let Some(query) = query.filter(|_| intent.filters.is_empty()) else {
             self.bypassed.fetch_add(1, Ordering::Relaxed);
             return None;
         };
-        Some(format!("{query}|{}|{limit}|{}", intent.entity_type.as_str(), exact.join("\u{1f}")))
+        let readers = access.cache_key();
+        Some(format!("{query}|{}|{limit}|{}|{readers}", intent.entity_type.as_str(), exact.join("\u{1f}")))
     }
 
     /// The cached hits for `key` under `generation`, if fresh.
@@ -143,16 +145,29 @@ mod tests {
     #[test]
     fn equivalent_queries_share_an_entry_and_filters_bypass() {
         let cache = RetrievalCache::new(50, Duration::from_secs(300));
-        let key = cache.key(&SearchIntent::documents("r", "What is  Luffy's hat?"), 8, &[]).unwrap();
-        assert_eq!(cache.key(&SearchIntent::documents("r", "what is luffy s hat"), 8, &[]).as_ref(), Some(&key));
-        assert_ne!(cache.key(&SearchIntent::documents("r", "what is luffy s hat"), 4, &[]).as_ref(), Some(&key));
+        let shared = Access::shared();
+        let key = cache.key(&SearchIntent::documents("r", "What is  Luffy's hat?"), 8, &[], &shared).unwrap();
+        let alpha = Access::of(Some(&sleuth_messages::Principal::tenant("alpha")), &Default::default());
         assert_ne!(
-            cache.key(&SearchIntent::documents("r", "what is luffy s hat"), 8, &["hat".into()]).as_ref(),
+            cache.key(&SearchIntent::documents("r", "What is  Luffy's hat?"), 8, &[], &alpha).as_ref(),
+            Some(&key),
+            "a tenant's search never reads another's entry"
+        );
+        assert_eq!(
+            cache.key(&SearchIntent::documents("r", "what is luffy s hat"), 8, &[], &shared).as_ref(),
+            Some(&key)
+        );
+        assert_ne!(
+            cache.key(&SearchIntent::documents("r", "what is luffy s hat"), 4, &[], &shared).as_ref(),
+            Some(&key)
+        );
+        assert_ne!(
+            cache.key(&SearchIntent::documents("r", "what is luffy s hat"), 8, &["hat".into()], &shared).as_ref(),
             Some(&key)
         );
         let mut filtered = SearchIntent::documents("r", "What is Luffy's hat?");
         filtered.filters.insert("doc_id".into(), "luffy".into());
-        assert_eq!(cache.key(&filtered, 8, &[]), None);
+        assert_eq!(cache.key(&filtered, 8, &[], &shared), None);
         assert_eq!(cache.get(&key, 0), None);
         cache.put(key.clone(), 0, vec![hit("a")]);
         assert_eq!(cache.get(&key, 0), Some(vec![hit("a")]));

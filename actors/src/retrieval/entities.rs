@@ -58,6 +58,7 @@ fn chunk_of(entity: &Entity) -> Chunk {
         text: entity_text(entity),
         doc_hash: entity.content_hash(),
         metadata,
+        readers: entity.readers.clone(),
     }
 }
 
@@ -129,6 +130,7 @@ mod tests {
             aliases: vec!["Luffy".into(), "Straw Hat Luffy".into()],
             popularity: 99.0,
             attributes: JsonMap::new(),
+            readers: Vec::new(),
         };
         assert_eq!(entity_text(&luffy), "Monkey D. Luffy is a character. Also known as Luffy, Straw Hat Luffy.");
         luffy.attributes.insert("description".into(), json!("The captain of the Straw Hat Pirates."));

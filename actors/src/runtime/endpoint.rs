@@ -48,13 +48,14 @@ pub async fn register_all(
             && let Some(store) = graph
         {
             let (search, hydrate) = lanes::endpoints(&service, ctx.subjects.search(), ctx.subjects.hydrate()).await?;
-            let on = store.clone();
+            let groups = Arc::new(ctx.config.tenants.groups.clone());
+            let (on, by) = (store.clone(), groups.clone());
             responders.push(ResponderArgs::new(ctx.clone(), Stage::Graph, "search", search, move |request| {
-                lanes::answer(on.clone(), lanes::search, request)
+                lanes::answer(on.clone(), by.clone(), lanes::search, request)
             }));
-            let on = store.clone();
+            let (on, by) = (store.clone(), groups);
             responders.push(ResponderArgs::new(ctx.clone(), Stage::Graph, "hydrate", hydrate, move |request| {
-                lanes::answer(on.clone(), lanes::hydrate, request)
+                lanes::answer(on.clone(), by.clone(), lanes::hydrate, request)
             }));
         }
         services.push(service);

@@ -1,6 +1,8 @@
 //! The graph service's request/reply lanes beside the loop: `sleuth.v1.search` (typeahead over entity names) and
 //! `sleuth.v1.hydrate` (many entities by id in one query). Requests are MessagePack or JSON; the reply goes back
-//! in the request's encoding, with a typed error for a bad request.
+//! in the request's encoding, with a typed error for a bad request. Both answer with what the requester may read
+//! (`crate::access`): the tenant the NATS server (or the gateway) names in `Nats-Request-Info`, else shared
+//! entities only.
 
 use std::sync::Arc;
 
@@ -13,7 +15,13 @@ use sleuth_messages::{
 };
 use uuid::Uuid;
 
-use crate::graph::{Entity, GraphError, GraphStore, entity_ref, node_of};
+use crate::{
+    access::Access,
+    graph::{Entity, GraphError, GraphStore, entity_ref, node_of},
+};
+
+/// `tenants.groups`: reader groups and their members.
+pub type Groups = std::collections::BTreeMap<String, Vec<String>>;
 
 /// Adds the `search` and `hydrate` endpoints to the graph service.
 pub async fn endpoints(
@@ -33,20 +41,24 @@ pub async fn endpoints(
 }
 
 /// Answers one request of a lane; the graph stage's [`crate::runtime::responder`] pools call it.
-pub async fn answer<R, F, Fut>(store: Arc<dyn GraphStore>, answer: F, request: Request)
+pub async fn answer<R, F, Fut>(store: Arc<dyn GraphStore>, groups: Arc<Groups>, answer: F, request: Request)
 where
     R: DeserializeOwned,
-    F: Fn(Arc<dyn GraphStore>, R) -> Fut,
+    F: Fn(Arc<dyn GraphStore>, R, Access) -> Fut,
     Fut: std::future::Future<Output = Result<Vec<EntityRecord>, ErrorResponse>>,
 {
     let payload = &request.message.payload;
     let encoding = sleuth_messages::Encoding::detect(payload);
-    let reply = match codec::decode::<R>(payload) {
-        Ok((req, _)) => match answer(store, req).await {
+    let by = crate::nats_client::requester(request.message.headers.as_ref());
+    let reply = match (codec::decode::<R>(payload), by) {
+        (Ok((req, _)), Ok(by)) => match answer(store, req, Access::of(by.as_ref(), &groups)).await {
             Ok(entities) => EntitiesReply { entities, error: None },
             Err(error) => EntitiesReply { entities: Vec::new(), error: Some(error) },
         },
-        Err(e) => EntitiesReply { entities: Vec::new(), error: Some(e.into()) },
+        (Err(e), _) => EntitiesReply { entities: Vec::new(), error: Some(e.into()) },
+        (_, Err(why)) => {
+            EntitiesReply { entities: Vec::new(), error: Some(ErrorResponse::new(ErrorKind::InvalidInput, why)) }
+        }
     };
     let body = codec::encode(&reply, encoding).unwrap_or_default();
     if let Err(e) = request.respond(Ok(Bytes::from(body))).await {
@@ -80,7 +92,11 @@ fn backend_error(err: GraphError) -> ErrorResponse {
 }
 
 /// Typeahead: validated, clamped, most popular first.
-pub async fn search(store: Arc<dyn GraphStore>, req: SearchRequest) -> Result<Vec<EntityRecord>, ErrorResponse> {
+pub async fn search(
+    store: Arc<dyn GraphStore>,
+    req: SearchRequest,
+    access: Access,
+) -> Result<Vec<EntityRecord>, ErrorResponse> {
     let text = req.text.trim();
     if text.is_empty() || text.chars().count() > MAX_SEARCH_CHARS {
         return Err(ErrorResponse::new(
@@ -89,13 +105,19 @@ pub async fn search(store: Arc<dyn GraphStore>, req: SearchRequest) -> Result<Ve
         ));
     }
     let limit = req.limit.unwrap_or(10).clamp(1, 100);
-    let found =
-        store.search(text, req.entity_type.as_ref().map(EntityType::as_str), limit).await.map_err(backend_error)?;
+    let found = store
+        .search(text, req.entity_type.as_ref().map(EntityType::as_str), limit, &access)
+        .await
+        .map_err(backend_error)?;
     Ok(found.iter().filter_map(record).collect())
 }
 
 /// Hydration: the known ones of `ids`, in the order asked.
-pub async fn hydrate(store: Arc<dyn GraphStore>, req: HydrateRequest) -> Result<Vec<EntityRecord>, ErrorResponse> {
+pub async fn hydrate(
+    store: Arc<dyn GraphStore>,
+    req: HydrateRequest,
+    access: Access,
+) -> Result<Vec<EntityRecord>, ErrorResponse> {
     if req.ids.len() > MAX_HYDRATE_IDS {
         return Err(ErrorResponse::new(ErrorKind::InvalidInput, format!("at most {MAX_HYDRATE_IDS} ids per request")));
     }
@@ -105,6 +127,6 @@ pub async fn hydrate(store: Arc<dyn GraphStore>, req: HydrateRequest) -> Result<
         .map(node_of)
         .collect::<Result<_, _>>()
         .map_err(|message| ErrorResponse::new(ErrorKind::InvalidInput, message))?;
-    let found = store.entities(&ids).await.map_err(backend_error)?;
+    let found = store.entities(&ids, &access).await.map_err(backend_error)?;
     Ok(ids.iter().filter_map(|id| found.iter().find(|e| e.id == *id)).filter_map(record).collect())
 }

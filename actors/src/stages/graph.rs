@@ -14,6 +14,7 @@ use uuid::Uuid;
 
 use super::StageLogic;
 use crate::{
+    access::Access,
     config::GraphConfig,
     graph::{
         Direction, Entity, GraphError, GraphStore, entity_ref, node_of,
@@ -25,6 +26,8 @@ use crate::{
 pub struct GraphStage {
     pub store: Arc<dyn GraphStore>,
     pub config: GraphConfig,
+    /// `tenants.groups`: with the request's owner, what its traversals may read.
+    pub groups: std::collections::BTreeMap<String, Vec<String>>,
 }
 
 #[async_trait]
@@ -39,7 +42,8 @@ impl StageLogic for GraphStage {
             anyhow::bail!("slot {slot} of turn {} is not a pg_graph", state.turn);
         };
         let started = Instant::now();
-        let result = match execute(self.store.as_ref(), &self.config, graph_intent).await {
+        let access = Access::of(state.owner.as_ref(), &self.groups);
+        let result = match execute(self.store.as_ref(), &self.config, graph_intent, &access).await {
             Ok(result) => ActionResult::Graph(result),
             Err(Failure::Invalid(message)) => {
                 ActionResult::Failed(ErrorResponse::new(ErrorKind::InvalidInput, message))
@@ -82,7 +86,7 @@ pub struct Checked {
 
 /// Validates `intent` against the vocabulary and clamps its caps. Filters may hold `direction`
 /// (`out`, `in`, `both`) and `entity_type` (a type or a list of them, for the nodes to keep).
-pub fn check(config: &GraphConfig, intent: &GraphIntent) -> Result<Checked, String> {
+pub fn check(config: &GraphConfig, intent: &GraphIntent, access: &Access) -> Result<Checked, String> {
     let relations = if intent.edge_types.is_empty() {
         config.relations.clone()
     } else {
@@ -127,16 +131,18 @@ pub fn check(config: &GraphConfig, intent: &GraphIntent) -> Result<Checked, Stri
         max_fanout_per_hop: intent.limits.max_fanout_per_hop.clamp(1, config.max_fanout_per_hop),
         max_results: intent.limits.max_results.clamp(1, config.max_results),
     };
-    Ok(Checked { start, end, traversal: Traversal { relations, direction, node_types }, bounds })
+    let traversal = Traversal { relations, direction, node_types, readable: access.clone() };
+    Ok(Checked { start, end, traversal, bounds })
 }
 
-/// Runs one graph intent and describes the result with the nodes' names and types.
+/// Runs one graph intent for `access` and describes the result with the nodes' names and types.
 pub async fn execute(
     store: &dyn GraphStore,
     config: &GraphConfig,
     intent: &GraphIntent,
+    access: &Access,
 ) -> Result<GraphResult, Failure> {
-    let checked = check(config, intent).map_err(Failure::Invalid)?;
+    let checked = check(config, intent, access).map_err(Failure::Invalid)?;
     let Checked { start, end, traversal, bounds } = &checked;
     let mut meta = JsonMap::new();
     meta.insert("caps".into(), json!({"max_hops": bounds.max_hops, "max_fanout_per_hop": bounds.max_fanout_per_hop, "max_results": bounds.max_results}));
@@ -159,7 +165,8 @@ pub async fn execute(
                 });
             };
             let names =
-                names_of(store, cmp.shared.iter().chain(&cmp.only_a).chain(&cmp.only_b).copied().collect()).await?;
+                names_of(store, cmp.shared.iter().chain(&cmp.only_a).chain(&cmp.only_b).copied().collect(), access)
+                    .await?;
             let list = |ids: &[Uuid]| {
                 ids.iter()
                     .filter_map(|id| names.get(id))
@@ -200,7 +207,7 @@ pub async fn execute(
     let mut ids: Vec<Uuid> = vec![*start];
     ids.extend(reached.iter().map(|r| r.node));
     ids.extend(paths.iter().flat_map(|p| p.nodes.iter().copied()));
-    let names = names_of(store, ids).await?;
+    let names = names_of(store, ids, access).await?;
     let start_name = names.get(start).map_or_else(|| intent.start.id.clone(), |e| e.name.clone());
     let mut nodes_meta = Vec::new();
     let mut node_ids = Vec::new();
@@ -243,10 +250,14 @@ pub async fn execute(
     Ok(GraphResult { summary, paths: graph_paths, node_ids, count, meta, evidence })
 }
 
-async fn names_of(store: &dyn GraphStore, mut ids: Vec<Uuid>) -> Result<HashMap<Uuid, Entity>, GraphError> {
+async fn names_of(
+    store: &dyn GraphStore,
+    mut ids: Vec<Uuid>,
+    access: &Access,
+) -> Result<HashMap<Uuid, Entity>, GraphError> {
     ids.sort();
     ids.dedup();
-    Ok(store.entities(&ids).await?.into_iter().map(|e| (e.id, e)).collect())
+    Ok(store.entities(&ids, access).await?.into_iter().map(|e| (e.id, e)).collect())
 }
 
 fn node_json(entity: &Entity, reference: &EntityRef) -> Value {

@@ -136,7 +136,9 @@ pub fn check_step(
                 }
             }
             Action::PgGraph { graph_intent } => {
-                graph::check(graph_config, graph_intent).map_err(|e| format!("pg_graph: {e}"))?;
+                // Only the intent's shape is checked here; what it may read is the graph stage's business.
+                graph::check(graph_config, graph_intent, &crate::access::Access::shared())
+                    .map_err(|e| format!("pg_graph: {e}"))?;
             }
             Action::Clarify { questions } if questions.is_empty() => {
                 return Err("clarify needs at least one question".into());

@@ -2,10 +2,12 @@
 //! `database_stats` tool. `entity_type` picks the collection: documents, or the entity collection restricted to
 //! that type (entity resolution). Filters are typed payload filters; an `id` filter without a query is an ID
 //! lookup. A question with literal constraints searches BM25 only, exact matches first. Searches without
-//! filters go through the [`RetrievalCache`]. An invalid intent becomes a failed action result that the planner
-//! can react to, not a crash.
+//! filters go through the [`RetrievalCache`], keyed by what the requester may read. Every search, fetch and count
+//! is restricted to the documents and entities the request's owner may read (`crate::access`). An invalid intent
+//! becomes a failed action result that the planner can react to, not a crash.
 
 use std::{
+    collections::BTreeMap,
     sync::Arc,
     time::{Duration, Instant},
 };
@@ -18,7 +20,10 @@ use sleuth_messages::{
 
 use super::StageLogic;
 use crate::{
-    guard, machine,
+    access::Access,
+    guard,
+    index::PayloadFilter,
+    machine,
     retrieval::{Found, Retriever, cache::RetrievalCache},
     store::IndexGeneration,
     telemetry,
@@ -33,6 +38,8 @@ pub struct Retrieve {
     pub top_k: u32,
     cache: Option<Arc<RetrievalCache>>,
     generation: Arc<IndexGeneration>,
+    /// `tenants.groups`: with the request's owner, what its searches may read.
+    groups: BTreeMap<String, Vec<String>>,
 }
 
 #[async_trait]
@@ -44,12 +51,13 @@ impl StageLogic for Retrieve {
     async fn apply(&self, state: &LoopState, item: &WorkItem) -> anyhow::Result<LoopState> {
         let slot = item.envelope.step;
         let started = Instant::now();
+        let access = Access::of(state.owner.as_ref(), &self.groups);
         let result = match machine::current_action(state, slot) {
             Some(Action::QdrantSearch { search_intent }) => {
                 let max = state.caps.max_hits_per_search.max(1);
                 // No search outlives the request: past its deadline the action is recorded as timed out.
                 let remaining = Duration::from_millis(state.deadline_ms.saturating_sub(telemetry::now_ms()));
-                let search = self.execute(search_intent, &state.analysis.literal_terms, max);
+                let search = self.execute(search_intent, &state.analysis.literal_terms, max, &access);
                 match tokio::time::timeout(remaining, search).await {
                     Ok(Ok(result)) => ActionResult::Retrieval(result),
                     Ok(Err(Failure::Invalid(message))) => {
@@ -68,7 +76,7 @@ impl StageLogic for Retrieve {
                     )),
                 }
             }
-            Some(Action::DatabaseStats {}) => match self.database_stats().await {
+            Some(Action::DatabaseStats {}) => match self.database_stats(&access).await {
                 Ok(stats) => ActionResult::Retrieval(stats),
                 Err(err) => match guard::unavailable(&err) {
                     Some(down) => ActionResult::Failed(ErrorResponse::new(ErrorKind::Unavailable, down.to_string())),
@@ -96,10 +104,22 @@ impl Retrieve {
         cache: Option<Arc<RetrievalCache>>,
         generation: Arc<IndexGeneration>,
     ) -> Retrieve {
-        Retrieve { retriever, top_k, cache, generation }
+        Retrieve { retriever, top_k, cache, generation, groups: BTreeMap::new() }
     }
 
-    async fn execute(&self, intent: &SearchIntent, literals: &[String], max: u32) -> Result<RetrievalResult, Failure> {
+    /// The reader groups of `tenants.groups`, for the requests' access.
+    pub fn reading_for(mut self, groups: BTreeMap<String, Vec<String>>) -> Retrieve {
+        self.groups = groups;
+        self
+    }
+
+    async fn execute(
+        &self,
+        intent: &SearchIntent,
+        literals: &[String],
+        max: u32,
+        access: &Access,
+    ) -> Result<RetrievalResult, Failure> {
         let r = &self.retriever;
         let documents = intent.entity_type.is_document();
         let filter = if documents {
@@ -107,7 +127,8 @@ impl Retrieve {
         } else {
             r.parse_entity_filter(&intent.entity_type, &intent.filters)
         }
-        .map_err(Failure::Invalid)?;
+        .map_err(Failure::Invalid)?
+        .readable_by(access);
         let limit = intent.limit.unwrap_or(self.top_k).clamp(1, max) as usize;
         let query = intent.query.as_deref().map(str::trim).filter(|q| !q.is_empty());
         // An entity search's filter always holds its type, so "nothing to search for" is judged on the intent.
@@ -115,7 +136,7 @@ impl Retrieve {
             return Err(Failure::Invalid("a search intent needs a query or a filter".into()));
         }
         let exact: &[String] = if documents { literals } else { &[] };
-        let cached = self.cached(intent, limit, exact).await;
+        let cached = self.cached(intent, limit, exact, access).await;
         if let Some((_, _, Some(hits))) = &cached {
             return Ok(result(hits.clone(), true));
         }
@@ -143,9 +164,10 @@ impl Retrieve {
         intent: &SearchIntent,
         limit: usize,
         exact: &[String],
+        access: &Access,
     ) -> Option<(String, u64, Option<Vec<Hit>>)> {
         let cache = self.cache.as_ref()?;
-        let key = cache.key(intent, limit, exact)?;
+        let key = cache.key(intent, limit, exact, access)?;
         let generation = match self.generation.current().await {
             Ok(g) => g,
             Err(e) => {
@@ -157,18 +179,19 @@ impl Retrieve {
         Some((key, generation, hits))
     }
 
-    /// The `database_stats` tool: one card saying what the corpus and the graph hold.
-    async fn database_stats(&self) -> anyhow::Result<RetrievalResult> {
+    /// The `database_stats` tool: one card saying what the corpus and the graph hold, of what `access` may read.
+    async fn database_stats(&self, access: &Access) -> anyhow::Result<RetrievalResult> {
         let r = &self.retriever;
-        let chunks = r.index.count().await?;
-        let entities = r.entities.count().await?;
+        let readable = PayloadFilter::default().readable_by(access);
+        let chunks = r.index.count(&readable).await?;
+        let entities = r.entities.count(&readable).await?;
         let mut metadata = JsonMap::new();
         metadata.insert("chunks".into(), chunks.into());
         metadata.insert("entity_names_indexed".into(), entities.into());
         let mut text = String::new();
         match &r.graph {
             Some(graph) => {
-                let stats = graph.stats().await?;
+                let stats = graph.stats(access).await?;
                 let documents = stats.entities_by_type.get("document").copied().unwrap_or(0);
                 let by_type: Vec<String> = stats
                     .entities_by_type

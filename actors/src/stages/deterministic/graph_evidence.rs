@@ -153,6 +153,7 @@ mod tests {
             aliases: vec![],
             popularity: 0.0,
             attributes: JsonMap::new(),
+            readers: Vec::new(),
         }
     }
 

@@ -1,0 +1,3 @@
+-- Who may read an entity (a document's node included): a JSON array of reader keys such as "tenant:alpha" and
+-- "group:finance", or '[]' for an entity shared with every tenant (crate::access).
+ALTER TABLE entities ADD COLUMN readers TEXT NOT NULL DEFAULT '[]';
