@@ -23,7 +23,7 @@ pub struct SqliteGraph {
     timeouts: Timeouts,
 }
 
-/// The expansion, between nodes that the access in `?7` and `?8` may read (see [`readable`]).
+/// The expansion, between nodes that the access in `?7` and `?8` may read (see [`hidden_at`]).
 static EXPAND_SQL: LazyLock<String> = LazyLock::new(|| {
     format!(
         "
@@ -40,13 +40,13 @@ SELECT node, neighbor, relation, weight, outgoing FROM (
     WHERE (json_array_length(?5) = 0
        OR EXISTS (SELECT 1 FROM entities n WHERE n.id = x.neighbor
                   AND n.entity_type IN (SELECT value FROM json_each(?5))))
-      AND EXISTS (SELECT 1 FROM entities n WHERE n.id = x.neighbor AND {})
-      AND EXISTS (SELECT 1 FROM entities f WHERE f.id = x.node AND {})
+      AND NOT EXISTS (SELECT 1 FROM entities n WHERE n.id = x.neighbor AND {})
+      AND NOT EXISTS (SELECT 1 FROM entities f WHERE f.id = x.node AND {})
 ) ranked
 WHERE rank <= ?6
 ORDER BY node, rank",
-        readable_at("n", 7),
-        readable_at("f", 7)
+        hidden_at("n", 7),
+        hidden_at("f", 7)
     )
 });
 
@@ -60,10 +60,19 @@ fn readable(alias: &str) -> String {
 
 /// [`readable`] with the keys in parameter `param` and the everything flag in `param + 1`.
 fn readable_at(alias: &str, param: usize) -> String {
+    format!("(?{all} OR {alias}.readers = '[]' OR {})", holds_key(alias, param), all = param + 1)
+}
+
+/// The negation of [`readable_at`], asked as `NOT EXISTS` of an owned entity so that the probe uses the partial
+/// index `entities_owned` (owned entities only), as on Postgres.
+fn hidden_at(alias: &str, param: usize) -> String {
+    format!("({alias}.readers <> '[]' AND NOT (?{all} OR {}))", holds_key(alias, param), all = param + 1)
+}
+
+/// Whether the readers of `alias` include one of the keys in the JSON array bound as parameter `param`.
+fn holds_key(alias: &str, param: usize) -> String {
     format!(
-        "(?{all} OR {alias}.readers = '[]' OR EXISTS (SELECT 1 FROM json_each({alias}.readers) r \
-         WHERE r.value IN (SELECT value FROM json_each(?{param}))))",
-        all = param + 1
+        "EXISTS (SELECT 1 FROM json_each({alias}.readers) r WHERE r.value IN (SELECT value FROM json_each(?{param})))"
     )
 }
 
