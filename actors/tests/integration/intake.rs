@@ -3,7 +3,7 @@
 //! the routes (fast is one pass with no grading), the `database_stats` tool, literal constraints and the
 //! retrieval cache.
 
-mod common;
+use crate::common;
 
 use common::demo::node;
 use sleuth_actors::{ingest::graph::entity_id, node::Node};

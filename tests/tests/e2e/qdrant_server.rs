@@ -1,6 +1,6 @@
 //! The Qdrant server backend against a real server. These tests need one, so they are `#[ignore]`d by default
 //! and say so in the test summary; run them with
-//! `SLEUTH_TEST_QDRANT_URL=http://localhost:6334 cargo test -p sleuth-tests --test qdrant_server -- --ignored`,
+//! `SLEUTH_TEST_QDRANT_URL=http://localhost:6334 cargo test -p sleuth-tests --test e2e -- --ignored qdrant_server::`,
 //! or without the URL to start a server of their own from a `qdrant` binary (`SLEUTH_TEST_QDRANT_BIN` or PATH).
 //! The translation of every plan and filter into the gRPC query model is tested without a server in
 //! `actors/src/index/server.rs`.

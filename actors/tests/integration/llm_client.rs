@@ -2,7 +2,7 @@
 //! malformed and schema-breaking replies, retries on 429 and timeouts, the circuit breaker, the fallback
 //! provider, and the structured-output modes with `auto`'s probe.
 
-mod common;
+use crate::common;
 
 use std::{
     sync::{Arc, Mutex},

@@ -5,7 +5,7 @@
 //! holds. Either way: every citation names a retrieved card, nothing but schema actions runs, and the answer
 //! is about the question.
 
-mod common;
+use crate::common;
 
 use std::sync::{Arc, Mutex};
 

@@ -4,7 +4,7 @@
 //! benchmark, not a test: it asserts only that every request is answered and that the planners called the LLM,
 //! and prints the table BENCHMARKS.md records.
 //!
-//! `cargo test --release -p sleuth-tests --test scale_out -- --ignored --nocapture`
+//! `cargo test --release -p sleuth-tests --test e2e -- --ignored --nocapture scale_out::`
 
 use std::time::{Duration, Instant};
 

@@ -4,7 +4,7 @@
 //! twice. The run prints what BENCHMARKS.md records: requests, kills, redeliveries, latencies.
 //!
 //! `SLEUTH_CHAOS_REQUESTS` sets the number of questions (default 1,000, what CI runs and BENCHMARKS.md records):
-//! `cargo test --release -p sleuth-tests --test chaos -- --nocapture`
+//! `cargo test --release -p sleuth-tests --test e2e -- --nocapture chaos::`
 
 use std::{
     collections::{BTreeMap, HashMap},

@@ -3,7 +3,7 @@
 //! step, a hallucinated citation, a prompt injection in a document, an exhausted token budget, and an LLM that
 //! is down.
 
-mod common;
+use crate::common;
 
 use common::{PLAN, Reply, Script, content, serve, serve_killable};
 use serde_json::Value;

@@ -3,7 +3,7 @@
 //! collection, asks the graph for the anime he appears in and fetches them by id; "How is Luffy related to
 //! Nami?" resolves both, asks the graph for the path between them and answers with the path as evidence.
 
-mod common;
+use crate::common;
 
 use common::demo::node;
 use sleuth_actors::{ingest::graph::entity_id, node::Node};

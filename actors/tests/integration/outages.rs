@@ -1,9 +1,9 @@
 //! An embedding endpoint that goes away while the embedded node runs: the OpenAI-compatible server on loopback
 //! is killed between two questions, and the second is answered from BM25 alone, saying so. And a throttled
 //! endpoint's `Retry-After` is waited for. (The graph database's outage, a real PostgreSQL stopped under a running
-//! deployment, is `tests/tests/outages.rs`; the LLM's is in `llm_agents.rs`.)
+//! deployment, is `tests/tests/e2e/outages.rs`; the LLM's is in `llm_agents.rs`.)
 
-mod common;
+use crate::common;
 
 use std::{
     sync::{

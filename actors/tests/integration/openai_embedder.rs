@@ -1,7 +1,7 @@
 //! The OpenAI-compatible embedder against a minimal HTTP server on loopback that answers `/embeddings` the way
 //! OpenAI, vLLM and llama.cpp do: batching, reordering by `index`, normalisation and a wrong dimension.
 
-mod common;
+use crate::common;
 
 use std::sync::{Arc, Mutex};
 
