@@ -156,7 +156,10 @@ pub async fn path(
     bounds: Bounds,
 ) -> Result<Vec<Path>, GraphError> {
     if start == end {
-        return Ok(vec![Path { nodes: vec![start], hops: Vec::new() }]);
+        // No step is taken, so the readers check that every expansion makes is made here: a path to itself
+        // must not confirm an entity its requester may not read.
+        let readable = !store.entities(&[start], &traversal.readable).await?.is_empty();
+        return Ok(if readable { vec![Path { nodes: vec![start], hops: Vec::new() }] } else { Vec::new() });
     }
     let forward_step = traversal.step(bounds.max_fanout_per_hop);
     let backward_step = Expand { direction: traversal.direction.reversed(), ..forward_step.clone() };

@@ -223,6 +223,11 @@ async fn a_traversal_never_steps_on_an_entity_its_requester_may_not_read() {
         let path = intent(GraphQueryType::Path, 0, 2, 4, 10, 10, &[], Direction::Both);
         assert_eq!(run_as(store, &config, &path, &alpha).await.paths.len(), 1, "{backend}");
         assert!(run_as(store, &config, &path, &gamma).await.paths.is_empty(), "{backend}: no path through 1");
+        // A path from a node to itself takes no step, and still does not confirm one it may not read.
+        let to_itself = intent(GraphQueryType::Path, 1, 1, 4, 10, 10, &[], Direction::Both);
+        assert_eq!(run_as(store, &config, &to_itself, &alpha).await.paths.len(), 1, "{backend}");
+        let result = run_as(store, &config, &to_itself, &gamma).await;
+        assert!(result.paths.is_empty() && result.node_ids.is_empty(), "{backend}: {result:?}");
         // From a node it may not read, nothing: not its neighbours, not its name.
         let from_hidden = intent(GraphQueryType::Neighbors, 1, 1, 1, 10, 10, &[], Direction::Both);
         let result = run_as(store, &config, &from_hidden, &gamma).await;
