@@ -111,6 +111,9 @@ pub enum Command {
         limit: u32,
         #[arg(long)]
         json: bool,
+        /// Search as this tenant: its own entities, its groups' and the shared ones (default: the shared ones)
+        #[arg(long)]
+        tenant: Option<String>,
     },
     /// Manage the local embedding model
     Models {
@@ -345,7 +348,16 @@ async fn command(command: Command, config: Config) -> anyhow::Result<ExitCode> {
             print!("{}", graph::bench::run(store.as_ref(), edges, queries, !no_load, bounds).await?);
             Ok(ExitCode::SUCCESS)
         }
-        Command::Search { text, entity_type, limit, json } => {
+        Command::Search { text, entity_type, limit, json, tenant } => {
+            // The same check as an ingested owner's name, so a mistyped tenant is an error, not an empty answer.
+            let by = match tenant.as_deref() {
+                Some(t) => {
+                    crate::access::Ownership::new(Some(t), &[])
+                        .map_err(|e| anyhow::anyhow!("invalid --tenant: {e}"))?;
+                    Some(sleuth_messages::Principal::tenant(t))
+                }
+                None => None,
+            };
             let entity_type = match &entity_type {
                 Some(t) => Some(sleuth_messages::EntityType::parse(t).with_context(|| {
                     format!("invalid --type {t:?}: expected document or one of the graph's entity types")
@@ -353,7 +365,7 @@ async fn command(command: Command, config: Config) -> anyhow::Result<ExitCode> {
                 None => None,
             };
             let request = sleuth_messages::SearchRequest { text: text.clone(), entity_type, limit: Some(limit) };
-            let reply = client::search(&config, request).await?;
+            let reply = client::search(&config, request, by.as_ref()).await?;
             if let Some(error) = &reply.error {
                 anyhow::bail!("{}", error.message);
             }

@@ -85,16 +85,18 @@ async fn until_cancelled<T>(
 }
 
 /// `sleuth search`: the search lane of the cluster when a NATS URL is configured, else of the configured graph.
+/// `by` is the tenant to search as (`sleuth search --tenant`); without one, shared entities only, as for any
+/// request without a principal.
 pub async fn search(
     config: &Config,
     request: sleuth_messages::SearchRequest,
+    by: Option<&sleuth_messages::Principal>,
 ) -> anyhow::Result<sleuth_messages::EntitiesReply> {
     match &config.nats.url {
-        Some(url) => search_remote(url, &config.subjects(), &request).await,
+        Some(url) => search_remote(url, &config.subjects(), &request, by).await,
         None => {
             let store = crate::graph::open(config).await?;
-            // The command line is no tenant: shared entities only, as over NATS.
-            let access = crate::access::Access::shared();
+            let access = crate::access::Access::of(by, &config.tenants.groups);
             Ok(entities_reply(crate::runtime::lanes::search(store, request, access).await))
         }
     }
@@ -457,9 +459,10 @@ pub async fn search_remote(
     url: &str,
     subjects: &sleuth_messages::subjects::Subjects,
     request: &sleuth_messages::SearchRequest,
+    by: Option<&sleuth_messages::Principal>,
 ) -> anyhow::Result<sleuth_messages::EntitiesReply> {
     let client = crate::nats_client::connect(url, "sleuth search").await?;
-    lane(&client, subjects.search(), request, None).await
+    lane(&client, subjects.search(), request, by).await
 }
 
 /// A request to one of the fast lanes (`sleuth.v1.search`, `sleuth.v1.hydrate`), answered by a graph stage.

@@ -131,3 +131,35 @@ fn the_null_backend_bench_runs_every_request_through_the_real_loop_and_checks_ea
     assert!(text.contains("20 requests, concurrency 4 · 0 errors"), "{text}\n{err}");
     assert!(text.contains("4 turns per request") && text.contains("µs per turn"), "{text}");
 }
+
+/// `sleuth search --tenant` answers as that tenant would be answered: an entity ingested for ALPHA is found for
+/// ALPHA only, never for the command line without a tenant or for BETA; a malformed tenant name is an error.
+#[test]
+fn search_as_a_tenant_finds_its_own_entities_only() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let entities = dir.path().join("entities.jsonl");
+    let edges = dir.path().join("edges.jsonl");
+    std::fs::write(
+        &entities,
+        "{\"id\":\"zorblax\",\"type\":\"character\",\"name\":\"Zorblax Quint\"}\n\
+         {\"id\":\"mira\",\"type\":\"character\",\"name\":\"Mira Vance\"}\n",
+    )
+    .unwrap();
+    std::fs::write(&edges, "{\"src\":\"zorblax\",\"dst\":\"mira\",\"relation\":\"co_appears\"}\n").unwrap();
+    let paths = [entities.to_str().unwrap(), edges.to_str().unwrap()];
+    stdout(&sleuth(&data, &["ingest", "graph", paths[0], paths[1], "--tenant", "alpha"], &[]));
+    let search = |extra: &[&str]| stdout(&sleuth(&data, &[&["search", "Zorblax"], extra].concat(), &[]));
+    assert!(search(&["--tenant", "ALPHA"]).contains("Zorblax Quint"), "the owner finds it (names ignore case)");
+    for as_whom in [&[][..], &["--tenant", "beta"]] {
+        let found = search(as_whom);
+        assert!(found.contains("no entity matches") && !found.contains("Quint"), "{as_whom:?}: {found}");
+    }
+    let bad = sleuth(&data, &["search", "Zorblax", "--tenant", "no spaces"], &[]);
+    assert!(!bad.status.success(), "a malformed tenant is refused");
+    assert!(
+        String::from_utf8_lossy(&bad.stderr).contains("invalid --tenant"),
+        "{}",
+        String::from_utf8_lossy(&bad.stderr)
+    );
+}
