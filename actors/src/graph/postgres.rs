@@ -60,10 +60,7 @@ fn readable(alias: &str) -> String {
 
 /// [`readable`] with the keys in parameter `param` and the everything flag in `param + 1`.
 fn readable_at(alias: &str, param: usize) -> String {
-    format!(
-        "(${all}::boolean OR {alias}.readers = '[]'::jsonb OR {alias}.readers ?| ${param}::text[])",
-        all = param + 1
-    )
+    format!("(${all}::boolean OR {alias}.readers = '[]'::jsonb OR {})", holds_key(alias, param), all = param + 1)
 }
 
 /// The negation of [`readable_at`], written so that a traversal asks it as `NOT EXISTS` of an owned entity: the
@@ -71,9 +68,16 @@ fn readable_at(alias: &str, param: usize) -> String {
 /// pays almost nothing per edge (a lookup of every neighbour's row doubled the `path` benchmark's time).
 fn hidden_at(alias: &str, param: usize) -> String {
     format!(
-        "({alias}.readers <> '[]'::jsonb AND NOT (${all}::boolean OR {alias}.readers ?| ${param}::text[]))",
+        "({alias}.readers <> '[]'::jsonb AND NOT (${all}::boolean OR {}))",
+        holds_key(alias, param),
         all = param + 1
     )
+}
+
+/// Whether the readers of `alias` include one of the keys bound as parameter `param` (`?|`: any of the strings is
+/// an element).
+fn holds_key(alias: &str, param: usize) -> String {
+    format!("{alias}.readers ?| ${param}::text[]")
 }
 
 impl PgGraph {
