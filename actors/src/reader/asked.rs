@@ -270,6 +270,10 @@ fn head_words(lower: &str) -> Vec<String> {
     let Some(from) = counted.or_else(|| wh_noun_at(&words)) else {
         return Vec::new();
     };
+    // "What body of water" asks for a water's name: a river, a lake, a sea.
+    if words[from..].starts_with(&["body", "of", "water"]) {
+        return WATERS.iter().map(|w| w.to_string()).collect();
+    }
     words[from..]
         .iter()
         .take_while(|w| !text::is_stopword(w) && !AUXILIARIES.contains(w))
@@ -277,6 +281,10 @@ fn head_words(lower: &str) -> Vec<String> {
         .map(|w| w.to_string())
         .collect()
 }
+
+/// What English calls a body of water.
+const WATERS: &[&str] =
+    &["river", "lake", "sea", "ocean", "bay", "gulf", "strait", "channel", "reservoir", "lagoon", "creek", "sound"];
 
 /// True for a noun that names a person ("actress", "director").
 pub fn is_person_noun(noun: &str) -> bool {
@@ -511,6 +519,7 @@ mod tests {
         assert_eq!(asked("The state has how many congressional districts?").heads, ["congressional", "districts"]);
         assert_eq!(asked("What is the name of the city where Ada Lee died?").kind, AnswerKind::Place);
         assert!(asked("Who directed Spirited Away?").heads.is_empty());
+        assert!(asked("What body of water is near Kassel?").heads.contains(&"river".to_string()));
     }
 
     #[test]

@@ -116,13 +116,34 @@ pub(crate) fn depths(question: &str, window: &[&Card]) -> Vec<Option<usize>> {
             && text::mentions(question, title)
             && names.iter().any(|n| text::mentions(n, title) || text::mentions(title, n))
     };
-    let mut depth: Vec<Option<usize>> = window.iter().map(|c| named(subject(&c.hit.title)).then_some(0)).collect();
+    // A title's comma qualifier is a disambiguation too: "Consulate General of the United States, Frankfurt" is
+    // the consulate the question names, and a text that names it without the city still names it.
+    let short = |title: &str| -> String {
+        let bare = subject(title);
+        bare.split_once(", ").map_or(bare, |(head, _)| head).to_string()
+    };
+    let mut depth: Vec<Option<usize>> =
+        window.iter().map(|c| (named(subject(&c.hit.title)) || named(&short(&c.hit.title))).then_some(0)).collect();
+    // A title that is a name plus the question's own words ("Prague astronomical clock" for "the astronomical
+    // clock in the city where X died") is about that name's thing: the name is what a card must give to reach it.
+    let asked = text::tokens(question);
+    let reached_by = |title: &str| -> String {
+        let words = text::tokens(title);
+        let rest: Vec<String> = words.iter().filter(|w| !asked.contains(w)).cloned().collect();
+        match rest.len() {
+            n if n > 0 && n < words.len() && n <= 3 => rest.join(" "),
+            _ => short(title),
+        }
+    };
     for d in 0..4 {
         let from: Vec<usize> = (0..window.len()).filter(|i| depth[*i] == Some(d)).collect();
         for j in 0..window.len() {
-            if depth[j].is_none()
-                && from.iter().any(|i| *i != j && text::mentions(&window[*i].hit.text, subject(&window[j].hit.title)))
-            {
+            let title = short(&window[j].hit.title);
+            let by = reached_by(&window[j].hit.title);
+            let reaches = |i: &usize| {
+                *i != j && (text::mentions(&window[*i].hit.text, &title) || text::mentions(&window[*i].hit.text, &by))
+            };
+            if depth[j].is_none() && from.iter().any(reaches) {
                 depth[j] = Some(d + 1);
             }
         }
@@ -159,6 +180,30 @@ fn link_distance(text: &str, name: &str, cues: &[String], before: &[String]) -> 
             })
         })
         .min()
+}
+
+/// How near, in words, a value sits after a mention of one of `names` in its sentence; a value before the name
+/// counts two words farther ("Guyana 1 August 1973" in a table of members and the days they joined).
+fn value_gap(sentence: &str, span: &Span, names: &[String]) -> Option<usize> {
+    if names.is_empty() {
+        return None;
+    }
+    let words = text::tokens(sentence);
+    let start = text::tokens(sentence.get(..span.at)?).len();
+    let end = start + text::tokens(&span.text).len();
+    let mut best: Option<usize> = None;
+    for name in names.iter().map(|n| text::tokens(n)).filter(|n| !n.is_empty() && n.len() <= words.len()) {
+        let len = name.len();
+        for i in (0..=words.len() - len).filter(|i| words[*i..*i + len] == name[..]) {
+            let gap = match (i + len <= start, i >= end) {
+                (true, _) => start - (i + len),
+                (_, true) => i - end + 2,
+                _ => continue,
+            };
+            best = Some(best.map_or(gap, |b| b.min(gap)));
+        }
+    }
+    best
 }
 
 /// The card whose title is `name`, if the window has one; a title's qualifier does not count ("David Bradley
@@ -294,6 +339,14 @@ fn extract<'a>(a: &Asked, question: &str, window: &[&'a Card], links: usize, k: 
     let link_sex = kin::asked_sex(&link_cues);
     let other_end = kin::other_end(&link_cues);
     let against = kin::against(&link_cues);
+    // What the chain arrived at: a value written next to its name in a card about something else (a table of
+    // members and the days they joined) is that thing's value.
+    // The chain's words may count more links than its cards take ("a member of" is a relation, not a hop), so
+    // every card the chain reached counts, each but for its own sentences.
+    let reached: Vec<(usize, String)> = (0..window.len())
+        .filter(|i| depth[*i].is_some_and(|d| d > 0 && d <= links))
+        .map(|i| (i, subject(&window[i].hit.title).to_string()))
+        .collect();
     let mut tally: Vec<Tally<'a>> = Vec::new();
     for (rank, card) in window.iter().copied().enumerate() {
         // A card whose title is only the question's own words ("Place of birth") defines the question's terms;
@@ -386,16 +439,41 @@ fn extract<'a>(a: &Asked, question: &str, window: &[&'a Card], links: usize, k: 
                     counted = true;
                     span.text = number.to_string();
                 }
+                // So does a number a few words after the asked noun ("Population … Total 2,913,123").
+                if let Shape::Number(_) = span.shape
+                    && a.kind == AnswerKind::Number
+                    && spans::words_before(sentence, span.at, 4)
+                        .iter()
+                        .any(|w| !text::is_stopword(w) && a.heads.iter().any(|h| same_word(w, h)))
+                {
+                    counted = true;
+                }
                 let folded = fold(&span.text);
-                let dated = span.shape == Shape::Name && !spans::dates(&span.text).is_empty();
+                // A day without its year ("October 24") is a date too, never a name.
+                let day = match text::tokens(&span.text).as_slice() {
+                    [month, rest @ ..] => {
+                        spans::MONTHS.contains(&month.as_str()) && rest.iter().all(|w| w.parse::<u32>().is_ok())
+                    }
+                    [] => false,
+                };
+                let dated = span.shape == Shape::Name && (day || !spans::dates(&span.text).is_empty());
                 if folded.is_empty() || is_noise(&span.text) || dated {
                     continue;
                 }
-                // The answer is what the question does not already say, and not the card's own subject.
+                // A name headed by the asked noun ("Sangre de Cristo Range" for "what mountain range") is of the
+                // kind asked. A person is named, not headed by the noun ("which actress" is not "Best Actress").
+                let headed = span.shape == Shape::Name
+                    && a.kind != AnswerKind::Person
+                    && text::tokens(&span.text).last().is_some_and(|w| {
+                        a.heads.iter().any(|head| !asked::is_person_noun(head) && text::stem(w) == text::stem(head))
+                    });
+                // The answer is what the question does not already say, and not the card's own subject, unless
+                // that subject is a thing of the asked kind ("the airport in the city" is the airport's card).
                 let span_words = text::tokens(&span.text);
                 let repeats = span_words.iter().all(|t| a.words.contains(t));
                 let own_subject = span.shape == Shape::Name
                     && a.kind != AnswerKind::Phrase
+                    && !headed
                     && span_words.iter().all(|t| title_words.contains(t));
                 // Nor is a longer name built on one the question gives ("X the Musical" for "X").
                 let derived = question_names.iter().any(|n| text::mentions(&span.text, n));
@@ -421,18 +499,19 @@ fn extract<'a>(a: &Asked, question: &str, window: &[&'a Card], links: usize, k: 
                     Shape::Name if a.kind != AnswerKind::Phrase => fit(a, &span, sentence, window),
                     _ => 0.0,
                 };
-                // A name headed by the asked noun ("Sangre de Cristo Range" for "what mountain range") is of the
-                // kind asked. A person is named, not headed by the noun ("which actress" is not "Best Actress").
-                let headed = span.shape == Shape::Name
-                    && a.kind != AnswerKind::Person
-                    && text::tokens(&span.text).last().is_some_and(|w| {
-                        a.heads.iter().any(|head| !asked::is_person_noun(head) && text::stem(w) == text::stem(head))
-                    });
                 let heads = if headed || counted { 1.5 } else { 0.0 };
-                let score = relevance + proximity + shape_fit + heads + chain + 0.5 / (1.0 + rank as f32)
+                let beside_end = match span.shape {
+                    Shape::Date(_) | Shape::Number(_) => {
+                        let others: Vec<String> =
+                            reached.iter().filter(|(i, _)| *i != rank).map(|(_, name)| name.clone()).collect();
+                        value_gap(sentence, &span, &others).map_or(0.0, |gap| 1.5 / (1.0 + gap as f32 / 2.0))
+                    }
+                    _ => 0.0,
+                };
+                let score = relevance + proximity + shape_fit + heads + beside_end + chain + 0.5 / (1.0 + rank as f32)
                     - 0.05 * j as f32
                     - if bridge { 1.0 } else { 0.0 };
-                tracing::trace!(score, span = %span.text, relevance, proximity, shape_fit, chain, rank, bridge, card = %card.hit.title, "answer candidate");
+                tracing::trace!(score, span = %span.text, relevance, proximity, shape_fit, chain, beside_end, rank, bridge, card = %card.hit.title, "answer candidate");
                 let about_card = (about && named > 0.0).then_some((score, card));
                 match tally.iter_mut().find(|t| t.key == folded) {
                     Some(t) => {

@@ -88,6 +88,11 @@ pub fn numbers(sentence: &str) -> Vec<Span> {
             if taken.iter().any(|(s, e)| whole.start() < *e && *s < whole.end()) {
                 return None;
             }
+            // An ordinal ("ranked 35th") places a thing in an order; it does not count or measure anything.
+            let digits = c.get(1)?;
+            if sentence[digits.end()..].starts_with(|c: char| c.is_alphabetic()) {
+                return None;
+            }
             let value: f64 = c[1].replace(',', "").parse().ok()?;
             let unit = c.get(2).map(|u| u.as_str()).filter(|u| !text::is_stopword(&u.to_lowercase()));
             let text = match unit {
@@ -203,6 +208,9 @@ mod tests {
         assert_eq!(found, ["6,960 people", "6.8 inches"]);
         let named: Vec<String> = numbers("It has 5 Greeley schools.").into_iter().map(|s| s.text).collect();
         assert_eq!(named, ["5"], "a name after a number is not its unit");
+        let ranked: Vec<String> =
+            numbers("Population Ranked 35th Total 2,913,123").into_iter().map(|s| s.text).collect();
+        assert_eq!(ranked, ["2,913,123"], "an ordinal is not a count");
     }
 
     #[test]

@@ -297,3 +297,68 @@ fn a_person_is_named_without_the_title_before_the_name_and_an_office_is_not_a_pe
     let (text, cited) = answer("Who was the first president of Damerton's country?", &cards, 1).unwrap();
     assert_eq!((text.as_str(), cited.as_slice()), ("Karel Dvorny", [2].as_slice()));
 }
+
+#[test]
+fn a_value_in_a_table_is_the_one_written_beside_the_name_the_chain_reached() {
+    // The question names the village and the union; the chain reaches the country, and the union's table of
+    // members gives every country's day, the country's beside its name.
+    let cards = [
+        card(1, "Veldmoor", "Veldmoor is a village in the Harrow region of Ostrava Minor."),
+        card(2, "Ostrava Minor", "Ostrava Minor is a country on the northern coast. It joined the Northern Union."),
+        card(
+            3,
+            "Northern Union",
+            "Members Name Join date Belmark 1 May 1974 Carden 1 May 1974 Ostrava Minor 1 August 1973 Teller \
+             1 May 1974 Varn 1 August 1973",
+        ),
+    ];
+    let (text, cited) = answer(
+        "When did the country where the village of Veldmoor is located become a member of Northern Union?",
+        &cards,
+        1,
+    )
+    .unwrap();
+    assert_eq!(text, "1 August 1973");
+    assert_eq!(cited, [3]);
+}
+
+#[test]
+fn a_title_that_is_a_reached_name_plus_the_question_s_words_is_on_the_chain() {
+    // "Brenna clock tower" is not named by any card, but Brenna is where the chain arrives.
+    let cards = [
+        card(1, "Tomas Velk", "Tomas Velk (15 March 1834 – 5 April 1868, Brenna) was a painter."),
+        card(2, "Orlin clock tower", "The Orlin clock tower was built in 1740."),
+        card(3, "Brenna clock tower", "The Brenna clock tower was built in 1410 by the city's guilds."),
+    ];
+    let (text, _) = answer("When was the clock tower built in the city where Tomas Velk died?", &cards, 1).unwrap();
+    assert_eq!(text, "1410");
+}
+
+#[test]
+fn a_card_s_own_title_answers_when_it_is_a_thing_of_the_asked_kind() {
+    let cards = [
+        card(1, "KXQZ (AM)", "KXQZ is a radio station licensed to serve Dunmore, Ohio, United States."),
+        card(
+            2,
+            "Dunmore Regional Airport",
+            "Dunmore Regional Airport is a public airport three miles east of Dunmore.",
+        ),
+    ];
+    let (text, cited) =
+        answer("What is the name of the airport in the city where KXQZ is licensed to broadcast?", &cards, 1).unwrap();
+    assert_eq!(text, "Dunmore Regional Airport");
+    assert_eq!(cited, [2]);
+}
+
+#[test]
+fn a_day_without_its_year_is_not_a_name_and_an_ordinal_is_not_a_count() {
+    let cards = [card(
+        1,
+        "Harlow Pines",
+        "Harlow Pines played the Riverton Owls on October 24 at home. Population Ranked 35th Total 2,913,123.",
+    )];
+    let who = answer("Who did Harlow Pines play?", &cards, 0).map(|a| a.0);
+    assert_eq!(who.as_deref(), Some("Riverton Owls"));
+    let count = answer("What is the population of Harlow Pines?", &cards, 0).map(|a| a.0);
+    assert_eq!(count.as_deref(), Some("2,913,123"));
+}
