@@ -261,6 +261,18 @@ fn wh_noun(lower: &str) -> Option<String> {
     wh_noun_at(&words).map(|i| words[i].to_string())
 }
 
+/// The first noun of a known kind among the few words after "what"/"which", past an adjective ("what was the
+/// total population") or a slip ("what was he population").
+fn noun_after_wh(lower: &str) -> Option<&'static str> {
+    let words: Vec<&str> = lower.split(|c: char| !c.is_alphanumeric()).filter(|w| !w.is_empty()).collect();
+    let at = words.iter().position(|w| *w == "what" || *w == "which")?;
+    words[at + 1..]
+        .iter()
+        .take(4)
+        .take_while(|w| !["of", "in", "for", "did", "does", "do"].contains(*w))
+        .find_map(|w| KIND_NOUNS.iter().flat_map(|l| l.iter()).find(|n| *n == w).copied())
+}
+
 /// The words that may head the answer's own name: the asked noun phrase ("what mountain range" gives mountain and
 /// range, "the name of the airport" airport), or what "how many" counts ("how many congressional districts").
 /// An answer named by one of them ("Sangre de Cristo Range", "4 congressional districts") is of the kind asked.
@@ -290,6 +302,8 @@ const WATERS: &[&str] =
 pub fn is_person_noun(noun: &str) -> bool {
     PERSON_NOUNS.iter().any(|p| text::stem(p) == text::stem(noun))
 }
+
+const KIND_NOUNS: [&[&str]; 4] = [PLACE_NOUNS, DATE_NOUNS, PERSON_NOUNS, NUMBER_NOUNS];
 
 fn kind_of_noun(noun: &str) -> Option<AnswerKind> {
     if PLACE_NOUNS.contains(&noun) {
@@ -435,6 +449,8 @@ pub fn asked(question: &str) -> Asked {
         AnswerKind::Place
     } else if let Some(kind) = noun.as_deref().and_then(kind_of_noun) {
         kind
+    } else if let Some(kind) = noun_after_wh(&lower).and_then(kind_of_noun) {
+        kind
     } else if ["who", "whom"].contains(&first.as_str()) || lower.contains(" whom ") || lower.starts_with("to whom") {
         AnswerKind::Person
     } else if let Some(kind) = ["what", "which", "who", "where", "when"]
@@ -479,6 +495,7 @@ mod tests {
             ("Ann Lee has an OBE. Does Bo Ek also have one?", AnswerKind::YesNo),
             ("Between Ann Lee and Bo Ek, which writer had a more diverse career?", AnswerKind::Choice),
             ("Ann Lee and Bo Ek were born a year apart. Which was born first?", AnswerKind::Choice),
+            ("At the 2011 census, what was the total population of Lyon?", AnswerKind::Number),
         ];
         for (question, kind) in cases {
             assert_eq!(asked(question).kind, *kind, "{question}");

@@ -174,6 +174,12 @@ pub(super) fn fit(a: &Asked, span: &Span, sentence: &str, window: &[&Card]) -> f
             if !["in", "at", "from", "near", "of"].contains(&prev) && !own_has(PLACE_WORDS) {
                 score -= 0.5;
             }
+            // A title before two names is a person ("Prime Minister Tage Erlander"), unless a place's noun ends
+            // it ("Prince Edward Island").
+            let last = text::tokens(&span.text).pop().unwrap_or_default();
+            if past_title(span.clone()).text != span.text && !PLACE_WORDS.contains(&last.as_str()) {
+                score -= 1.5;
+            }
         }
         AnswerKind::Person => {
             // "directed by X", "married to X": the agent of a passive or the other side of a relation.

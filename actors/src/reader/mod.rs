@@ -182,6 +182,16 @@ fn link_distance(text: &str, name: &str, cues: &[String], before: &[String]) -> 
         .min()
 }
 
+/// Whether a name is a fuller form of a title: its words in order with more between, ending alike ("Jocelyn Charles
+/// Bjorn Lovell" for "Jocelyn Lovell", "Sven Olof Joachim Palme" for "Olof Palme").
+fn fuller_form(name: &[String], title: &[String]) -> bool {
+    if title.len() < 2 || name.len() <= title.len() || name.last() != title.last() {
+        return false;
+    }
+    let mut words = name.iter();
+    title.iter().all(|t| words.any(|w| w == t))
+}
+
 /// How near, in words, a value sits after a mention of one of `names` in its sentence; a value before the name
 /// counts two words farther ("Guyana 1 August 1973" in a table of members and the days they joined).
 fn value_gap(sentence: &str, span: &Span, names: &[String]) -> Option<usize> {
@@ -474,7 +484,7 @@ fn extract<'a>(a: &Asked, question: &str, window: &[&'a Card], links: usize, k: 
                 let own_subject = span.shape == Shape::Name
                     && a.kind != AnswerKind::Phrase
                     && !headed
-                    && span_words.iter().all(|t| title_words.contains(t));
+                    && (span_words.iter().all(|t| title_words.contains(t)) || fuller_form(&span_words, &title_words));
                 // Nor is a longer name built on one the question gives ("X the Musical" for "X").
                 let derived = question_names.iter().any(|n| text::mentions(&span.text, n));
                 if repeats || own_subject || derived {

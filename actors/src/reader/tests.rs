@@ -362,3 +362,19 @@ fn a_day_without_its_year_is_not_a_name_and_an_ordinal_is_not_a_count() {
     let count = answer("What is the population of Harlow Pines?", &cards, 0).map(|a| a.0);
     assert_eq!(count.as_deref(), Some("2,913,123"));
 }
+
+#[test]
+fn a_place_is_neither_a_titled_person_nor_the_card_s_own_subject_named_in_full() {
+    let words = |s: &str| text::tokens(s);
+    assert!(fuller_form(&words("Jocelyn Charles Bjorn Lovell"), &words("Jocelyn Lovell")));
+    assert!(fuller_form(&words("Sven Olof Joachim Palme"), &words("Olof Palme")));
+    assert!(!fuller_form(&words("Kassel University"), &words("Kassel")), "an institution named after a city");
+    assert!(!fuller_form(&words("Olof Palme"), &words("Olof Palme")), "the same name is not a fuller one");
+
+    let a = asked::asked("Where was Greta Holm's husband born?");
+    let sentence = "He served under Prime Minister Tage Erlander and lived on Prince Edward Island.";
+    let span = |name: &str| Span { text: name.into(), at: sentence.find(name).unwrap(), shape: Shape::Name };
+    let person = fit::fit(&a, &span("Prime Minister Tage Erlander"), sentence, &[]);
+    let island = fit::fit(&a, &span("Prince Edward Island"), sentence, &[]);
+    assert!(person < island - 1.0, "a titled person {person} is not a place like {island}");
+}
