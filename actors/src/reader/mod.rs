@@ -478,12 +478,13 @@ fn extract<'a>(a: &Asked, question: &str, window: &[&'a Card], links: usize, k: 
                         a.heads.iter().any(|head| !asked::is_person_noun(head) && text::stem(w) == text::stem(head))
                     });
                 // The answer is what the question does not already say, and not the card's own subject, unless
-                // that subject is a thing of the asked kind ("the airport in the city" is the airport's card).
+                // that subject is a thing of the asked kind that the chain reached ("the airport in the city" is
+                // the airport's card when a card on the chain leads to it; another city's airport is a distractor).
                 let span_words = text::tokens(&span.text);
                 let repeats = span_words.iter().all(|t| a.words.contains(t));
                 let own_subject = span.shape == Shape::Name
                     && a.kind != AnswerKind::Phrase
-                    && !headed
+                    && !(headed && depth[rank].is_some())
                     && (span_words.iter().all(|t| title_words.contains(t)) || fuller_form(&span_words, &title_words));
                 // Nor is a longer name built on one the question gives ("X the Musical" for "X").
                 let derived = question_names.iter().any(|n| text::mentions(&span.text, n));

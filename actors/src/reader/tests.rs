@@ -340,14 +340,21 @@ fn a_card_s_own_title_answers_when_it_is_a_thing_of_the_asked_kind() {
         card(1, "KXQZ (AM)", "KXQZ is a radio station licensed to serve Dunmore, Ohio, United States."),
         card(
             2,
-            "Dunmore Regional Airport",
-            "Dunmore Regional Airport is a public airport three miles east of Dunmore.",
+            "Harlan Regional Airport",
+            "Harlan Regional Airport is the airport of Harlan, the city where KQRS is licensed to broadcast.",
         ),
+        card(3, "Dunmore Airport", "Dunmore Airport is a public airport three miles east of the city."),
     ];
+    // The chain reaches Dunmore's airport through the city KXQZ serves; Harlan's airport is a distractor.
     let (text, cited) =
         answer("What is the name of the airport in the city where KXQZ is licensed to broadcast?", &cards, 1).unwrap();
-    assert_eq!(text, "Dunmore Regional Airport");
-    assert_eq!(cited, [2]);
+    assert_eq!(text, "Dunmore Airport");
+    assert_eq!(cited, [3]);
+    // Without the reached airport's card, a distractor airport's own title is still not the answer.
+    let (text, _) =
+        answer("What is the name of the airport in the city where KXQZ is licensed to broadcast?", &cards[..2], 1)
+            .unwrap();
+    assert_ne!(text, "Harlan Regional Airport");
 }
 
 #[test]
