@@ -118,13 +118,20 @@ pub fn names(sentence: &str) -> Vec<Span> {
         from = pos + name.len();
         let clean = name.trim_matches(|c: char| matches!(c, '"' | '\'' | '“' | '”'));
         if !clean.is_empty() {
-            out.push(Span { text: clean.to_string(), at: pos, shape: Shape::Name });
+            // Where the name starts once its quotes are trimmed, so `at..at + text.len()` is the name itself.
+            let at = pos + name.find(clean).unwrap_or(0);
+            out.push(Span { text: clean.to_string(), at, shape: Shape::Name });
         }
     }
     let mut joined = Vec::new();
     for pair in out.windows(2) {
-        let between = &sentence[pair[0].at + pair[0].text.len()..pair[1].at];
-        let after = &sentence[pair[1].at + pair[1].text.len()..];
+        // A name found again earlier in the sentence (its later occurrence was consumed) is not a pair.
+        let (Some(between), Some(after)) = (
+            sentence.get(pair[0].at + pair[0].text.len()..pair[1].at),
+            sentence.get(pair[1].at + pair[1].text.len()..),
+        ) else {
+            continue;
+        };
         let ends = after.trim_start().chars().next().is_none_or(|c| matches!(c, ',' | '.' | ';' | ')' | '('));
         if between.trim() == "," && ends && !pair[1].text.contains(' ') {
             joined.push(Span {

@@ -385,3 +385,19 @@ fn a_place_is_neither_a_titled_person_nor_the_card_s_own_subject_named_in_full()
     let island = fit::fit(&a, &span("Prince Edward Island"), sentence, &[]);
     assert!(person < island - 1.0, "a titled person {person} is not a place like {island}");
 }
+
+#[test]
+fn a_name_repeated_in_a_sentence_of_other_scripts_is_spanned_where_it_stands() {
+    // "Indian" is found again before the span where its later occurrence was consumed; this panicked the grader.
+    let sentence = "I Proud to Be an Indian (Hindi: एक भारतीय होने पर गर्व , Urdu: \u{200e} ) is a 2004 Indian Hindi \
+                    action film written and directed by Puneet Sira and produced by Sohail Khan.";
+    let found = spans::names(sentence);
+    assert!(found.iter().any(|s| s.text == "Puneet Sira"), "{found:?}");
+    for span in &found {
+        if !span.text.contains(", ") {
+            assert_eq!(sentence.get(span.at..span.at + span.text.len()), Some(span.text.as_str()), "{found:?}");
+        }
+    }
+    let cards = [card(1, "I Proud to Be an Indian", sentence)];
+    assert!(answer("Who directed I Proud to Be an Indian?", &cards, 0).is_some());
+}
