@@ -6,7 +6,10 @@ use sleuth_messages::{CheckOutcome, LoopState, Stage, SufficiencyReport, WorkIte
 
 use super::{
     StageLogic,
-    deterministic::bridge::{BridgeGroup, bridge_groups, needs_bridge},
+    deterministic::{
+        bridge::{BridgeGroup, bridge_groups, needs_bridge},
+        hop,
+    },
 };
 use crate::{entity_types::KnownTypes, machine, telemetry, text};
 
@@ -41,6 +44,9 @@ impl Grader {
         if self.graph_bridges {
             require_graph_bridges(state, &mut report);
         }
+        if hop::due(state, self.graph_bridges) {
+            require_hops(state, &mut report);
+        }
         if self.resolve_entities {
             require_entity_graph(state, &mut report, &self.types.get());
         }
@@ -72,6 +78,25 @@ pub fn require_graph_bridges(state: &LoopState, report: &mut SufficiencyReport) 
         report.sufficient = false;
         report.rationale = "failed: graph_bridge_followed".into();
         report.gaps.push("graph_bridge_followed: anchors' mention links not yet followed".into());
+    }
+}
+
+/// Adds the hop check to `report`: a chained question is not answered while its next hop, rewritten as a question
+/// with the bridge the evidence gives, was not searched.
+pub fn require_hops(state: &LoopState, report: &mut SufficiencyReport) {
+    if !needs_bridge(state) {
+        return;
+    }
+    let hops = hop::next_queries(state, &hop::searched(state));
+    report.checks.push(check(
+        "next_hop_searched",
+        hops.is_empty(),
+        if hops.is_empty() { "no hop left to search".into() } else { format!("not yet searched: {hops:?}") },
+    ));
+    if !hops.is_empty() && report.sufficient {
+        report.sufficient = false;
+        report.rationale = "failed: next_hop_searched".into();
+        report.gaps.push("next_hop_searched: the chain's next hop was not searched".into());
     }
 }
 

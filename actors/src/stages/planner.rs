@@ -13,8 +13,8 @@ use sleuth_messages::{
 use super::{
     StageLogic,
     deterministic::{
-        bridge::{bridge_groups, expand_action, fetch_action, graph_anchors, graph_bridges, needs_bridge},
-        resolve,
+        bridge::{self, bridge_groups, expand_action, fetch_action, graph_anchors, graph_bridges, needs_bridge},
+        hop, resolve,
     },
 };
 use crate::{entity_types::KnownTypes, machine, text};
@@ -49,18 +49,19 @@ impl Planner {
     /// This planner's step for the current turn. The clarify route asks its questions; a meta-question asks
     /// the database. Otherwise the entity graph is tried first when its weight is not under the skip threshold
     /// (seed 001: a confident factual question does not touch it), then the documents' mention links, then
-    /// document search.
+    /// document search; a chained question also searches its next hop rewritten as a question ([`hop`]).
     pub fn step(&self, state: &LoopState) -> NextStep {
         if let Some(step) = intake_step(state) {
             return step;
         }
         let graph_lane = self.resolve_entities && machine::weights(state).runs_graph();
-        graph_lane
+        let step = graph_lane
             .then(|| resolve::entity_step(state, &self.types.get()))
             .flatten()
             .or_else(|| self.graph_bridges.then(|| graph_step(state)).flatten())
             .and_then(|step| without_repeats(state, step))
-            .unwrap_or_else(|| next_step(state))
+            .unwrap_or_else(|| next_step(state));
+        if hop::due(state, self.graph_bridges) { with_hops(state, step) } else { step }
     }
 }
 
@@ -226,17 +227,46 @@ fn search(rationale: impl Into<String>, query: impl Into<String>) -> Action {
     Action::QdrantSearch { search_intent: SearchIntent::documents(rationale, query) }
 }
 
-/// Every query searched so far, lowercased, so no query is repeated.
-fn searched(state: &LoopState) -> Vec<String> {
-    state
-        .turns
-        .iter()
-        .flat_map(|t| &t.step.actions)
-        .filter_map(|a| match a {
-            Action::QdrantSearch { search_intent } => search_intent.query.as_ref().map(|q| q.to_lowercase()),
-            _ => None,
+/// `step` with the chain's next hop searched beside it ([`hop`]): in a free slot, or instead of a final step that
+/// would answer before the rewritten question was searched.
+fn with_hops(state: &LoopState, step: NextStep) -> NextStep {
+    if state.turn == 1 {
+        return step;
+    }
+    let planned = |q: &String, step: &NextStep| {
+        step.actions.iter().any(|a| match a {
+            Action::QdrantSearch { search_intent } => {
+                search_intent.query.as_ref().is_some_and(|x| x.eq_ignore_ascii_case(q))
+            }
+            _ => false,
         })
-        .collect()
+    };
+    let queries: Vec<String> =
+        hop::next_queries(state, &hop::searched(state)).into_iter().filter(|q| !planned(q, &step)).collect();
+    if queries.is_empty() {
+        return step;
+    }
+    // A graph step keeps its actions and the hop takes a free slot; searches for names go after the hop.
+    let graph = step.actions.iter().any(|a| matches!(a, Action::PgGraph { .. }) || !bridge::fetches(a).is_empty());
+    let others: Vec<Action> = step.actions.into_iter().filter(|a| !matches!(a, Action::Final {})).collect();
+    let hops: Vec<Action> = queries
+        .into_iter()
+        .map(|query| search(format!("search the chain's next hop as a question: {query}"), query))
+        .collect();
+    let mut actions: Vec<Action> =
+        if graph { others.into_iter().chain(hops).collect() } else { hops.into_iter().chain(others).collect() };
+    actions.truncate(sleuth_messages::MAX_PARALLEL_ACTIONS);
+    let rationale = actions.iter().filter_map(rationale_of).collect::<Vec<_>>().join("; ");
+    NextStep { rationale, actions }
+}
+
+/// The reason an action gives for itself.
+fn rationale_of(action: &Action) -> Option<&str> {
+    match action {
+        Action::QdrantSearch { search_intent } => Some(search_intent.rationale.as_str()),
+        Action::PgGraph { graph_intent } => Some(graph_intent.rationale.as_str()),
+        _ => None,
+    }
 }
 
 /// The multi-hop step through the graph, if one is due: fetch the best bridges of expanded anchors, else expand
@@ -264,22 +294,14 @@ pub fn graph_step(state: &LoopState) -> Option<NextStep> {
     if actions.is_empty() {
         return None;
     }
-    let rationale = actions
-        .iter()
-        .filter_map(|a| match a {
-            Action::QdrantSearch { search_intent } => Some(search_intent.rationale.as_str()),
-            Action::PgGraph { graph_intent } => Some(graph_intent.rationale.as_str()),
-            _ => None,
-        })
-        .collect::<Vec<_>>()
-        .join("; ");
+    let rationale = actions.iter().filter_map(rationale_of).collect::<Vec<_>>().join("; ");
     Some(NextStep { rationale, actions })
 }
 
 /// The deterministic planner's step for the current turn.
 pub fn next_step(state: &LoopState) -> NextStep {
     let a = &state.analysis;
-    let done = searched(state);
+    let done = hop::searched(state);
     let fresh = |q: &String| !q.trim().is_empty() && !done.contains(&q.to_lowercase());
 
     if state.turn == 1 {

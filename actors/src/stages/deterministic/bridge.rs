@@ -110,7 +110,7 @@ fn fetched_by_id(intent: &SearchIntent) -> Vec<String> {
 }
 
 /// The documents `action` fetches by id: none unless it is a search restricted to `doc_id`s.
-fn fetches(action: &Action) -> Vec<String> {
+pub fn fetches(action: &Action) -> Vec<String> {
     match action {
         Action::QdrantSearch { search_intent } => fetched_by_id(search_intent),
         _ => Vec::new(),
@@ -120,6 +120,15 @@ fn fetches(action: &Action) -> Vec<String> {
 /// The documents fetched by id in `turns`.
 fn fetched_in(turns: &[TurnRecord]) -> Vec<String> {
     turns.iter().flat_map(|t| &t.step.actions).flat_map(fetches).collect()
+}
+
+/// True once a fetch of bridge documents by id found one: the graph's mention links took a hop.
+pub fn fetched_a_bridge(state: &LoopState) -> bool {
+    state.turns.iter().any(|t| {
+        t.outcomes.iter().any(|o| {
+            o.result.hit_count() > 0 && t.step.actions.get(o.slot as usize).is_some_and(|a| !fetches(a).is_empty())
+        })
+    })
 }
 
 /// Documents whose mention links were already expanded, and documents already fetched by id.
