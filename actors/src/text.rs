@@ -49,6 +49,21 @@ pub fn stem(word: &str) -> &str {
     word
 }
 
+/// Whether two lowercase words are one noun, singular or plural: "eye" and "eyes", "church" and "churches".
+pub fn same_noun(a: &str, b: &str) -> bool {
+    // "-es" after a sibilant or an o ("churches", "boxes", "heroes"); "-s" otherwise ("eyes"), so "Jones" is not
+    // a plural of "Jon".
+    let sibilant = |q: &str| ["s", "x", "z", "ch", "sh", "o"].iter().any(|e| q.ends_with(e));
+    let plural_of = |p: &str, q: &str| p.strip_suffix("es") == Some(q) && sibilant(q) || p.strip_suffix('s') == Some(q);
+    a == b || plural_of(a, b) || plural_of(b, a)
+}
+
+/// Whether two names are one, a word of either in the singular or the plural: "Big Eye" for the film "Big Eyes".
+pub fn same_name(a: &str, b: &str) -> bool {
+    let (x, y) = (tokens(a), tokens(b));
+    !x.is_empty() && x.len() == y.len() && x.iter().zip(&y).all(|(p, q)| same_noun(p, q))
+}
+
 /// Case-insensitive containment on word boundaries.
 pub fn mentions(haystack: &str, needle: &str) -> bool {
     let needle = needle.trim().to_lowercase();
@@ -219,7 +234,15 @@ pub fn name_spans(text: &str) -> Vec<String> {
         }
     };
     for raw in words {
-        let ends_clause = raw.ends_with([',', '?', '!', ';', ':']) || (raw.ends_with('.') && raw.len() > 3);
+        // A parenthesis of several words bounds a name: "Victoria Falls (Tokaleya Tonga: …)" is two. One word in
+        // parentheses is a title's disambiguation ("B Boy (Song)") and stays with it.
+        let bare = raw.trim_end_matches(['?', '!', '.', ',', ';', ':']);
+        let one_word = raw.starts_with(['(', '[']) && bare.ends_with([')', ']']);
+        if raw.starts_with(['(', '[']) && !one_word {
+            flush(&mut current, &mut pending_connectors, &mut out);
+        }
+        let closes = bare.ends_with([')', ']']) && !one_word;
+        let ends_clause = closes || raw.ends_with([',', '?', '!', ';', ':']) || (raw.ends_with('.') && raw.len() > 3);
         let word =
             raw.trim_matches(|c: char| !c.is_alphanumeric() && c != '.' && c != '-' && c != '\'').trim_end_matches('.');
         let word = word.strip_suffix("'s").or_else(|| word.strip_suffix("’s")).unwrap_or(word);
@@ -256,10 +279,20 @@ mod tests {
             ("Compare Naruto and Bleach", &["Naruto", "Bleach"]),
             ("She was born in Frankfurt am Main in 1970.", &["Frankfurt am Main"]),
             ("what is the captain's name", &[]),
+            ("Victoria Falls (Tokaleya Tonga: Mosi) is a waterfall", &["Victoria Falls", "Tokaleya Tonga", "Mosi"]),
+            ("Where was the performer of song B Boy (Song) detained?", &["B Boy Song"]),
         ];
         for (text, expected) in cases {
             assert_eq!(name_spans(text), expected.iter().map(|s| s.to_string()).collect::<Vec<_>>(), "{text}");
         }
+    }
+
+    #[test]
+    fn a_name_is_the_same_with_a_word_in_the_plural() {
+        assert!(same_name("Big Eye", "Big Eyes"));
+        assert!(same_name("Old Church", "old churches"));
+        assert!(!same_name("Big Eye", "Big Eyes Movie"));
+        assert!(!same_name("Jon Smith", "Jones Smith"));
     }
 
     #[test]

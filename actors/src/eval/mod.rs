@@ -224,7 +224,8 @@ pub async fn run(
             let cards: Vec<Card> =
                 hits.iter().enumerate().map(|(i, h)| Card::new(i as u32 + 1, 1, h.clone())).collect();
             let window: Vec<&Card> = cards.iter().collect();
-            short = reader::read(&question.question, &window, links(&question.question)).map(|r| r.text);
+            short = reader::read(&question.question, &window, &reader::Chain::of(links(&question.question)))
+                .map(|r| r.text);
             let titles = distinct(hits.iter().map(|h| &h.title));
             (titles.clone(), titles)
         } else {

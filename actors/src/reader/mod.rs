@@ -5,6 +5,7 @@
 //! ([`compare`]). Nothing here knows a data set: no relation phrasings, no per-corpus switches.
 
 pub mod asked;
+mod chain;
 mod compare;
 mod fit;
 mod kin;
@@ -12,8 +13,11 @@ pub mod spans;
 
 use sleuth_messages::{AnswerKind, Card};
 
+pub(crate) use self::chain::depths;
+pub use self::chain::{Bridge, Chain};
 use self::{
     asked::Asked,
+    chain::link_distance,
     fit::{fit, names_a_people, past_office, past_title},
     spans::{Shape, Span},
 };
@@ -27,17 +31,16 @@ pub struct Reading<'a> {
     pub cards: Vec<&'a Card>,
 }
 
-/// Reads the answer to `question` from `window` (the final ranking's head, best first). `links` is how many
-/// chain links the question has ("the director of X" has one). `None` when no span of the asked shape is near
-/// anything the question says.
-pub fn read<'a>(question: &str, window: &[&'a Card], links: usize) -> Option<Reading<'a>> {
-    candidates(question, window, links, 1).into_iter().next()
+/// Reads the answer to `question` from `window` (the final ranking's head, best first), along `chain`. `None`
+/// when no span of the asked shape is near anything the question says.
+pub fn read<'a>(question: &str, window: &[&'a Card], chain: &Chain) -> Option<Reading<'a>> {
+    candidates(question, window, chain, 1).into_iter().next()
 }
 
 /// The answers the evidence offers, best first, at most `k`, each with the cards that write it: [`read`]'s
 /// answer, then the other spans of the asked shape it weighed; for a comparison both options, for yes/no both
 /// words. An LLM reader chooses among them, so that what it answers is written in a card it cites.
-pub fn candidates<'a>(question: &str, window: &[&'a Card], links: usize, k: usize) -> Vec<Reading<'a>> {
+pub fn candidates<'a>(question: &str, window: &[&'a Card], chain: &Chain, k: usize) -> Vec<Reading<'a>> {
     if window.is_empty() || k == 0 {
         return Vec::new();
     }
@@ -51,7 +54,7 @@ pub fn candidates<'a>(question: &str, window: &[&'a Card], links: usize, k: usiz
                 vec![r, flip]
             })
             .unwrap_or_default(),
-        _ => extract(&a, question, window, links, k),
+        _ => extract(&a, question, window, chain, k),
     };
     found.truncate(k);
     found
@@ -105,81 +108,20 @@ fn cue_positions(sentence: &str, cues: &[String]) -> Vec<(usize, usize)> {
     out
 }
 
-/// How many hops from the question each card is: 0 for a card the question names, then one more for each card
-/// named in a card one hop nearer. Cards nothing reaches are `None`.
-pub(crate) fn depths(question: &str, window: &[&Card]) -> Vec<Option<usize>> {
-    // A card the question names is one whose title is a name the question gives, not one that only shares its
-    // common words ("Place of birth").
-    let names = text::name_spans(question);
-    let named = |title: &str| {
-        !title.is_empty()
-            && text::mentions(question, title)
-            && names.iter().any(|n| text::mentions(n, title) || text::mentions(title, n))
-    };
-    // A title's comma qualifier is a disambiguation too: "Consulate General of the United States, Frankfurt" is
-    // the consulate the question names, and a text that names it without the city still names it.
-    let short = |title: &str| -> String {
-        let bare = subject(title);
-        bare.split_once(", ").map_or(bare, |(head, _)| head).to_string()
-    };
-    let mut depth: Vec<Option<usize>> =
-        window.iter().map(|c| (named(subject(&c.hit.title)) || named(&short(&c.hit.title))).then_some(0)).collect();
-    // A title that is a name plus the question's own words ("Prague astronomical clock" for "the astronomical
-    // clock in the city where X died") is about that name's thing: the name is what a card must give to reach it.
-    let asked = text::tokens(question);
-    let reached_by = |title: &str| -> String {
-        let words = text::tokens(title);
-        let rest: Vec<String> = words.iter().filter(|w| !asked.contains(w)).cloned().collect();
-        match rest.len() {
-            n if n > 0 && n < words.len() && n <= 3 => rest.join(" "),
-            _ => short(title),
-        }
-    };
-    for d in 0..4 {
-        let from: Vec<usize> = (0..window.len()).filter(|i| depth[*i] == Some(d)).collect();
-        for j in 0..window.len() {
-            let title = short(&window[j].hit.title);
-            let by = reached_by(&window[j].hit.title);
-            let reaches = |i: &usize| {
-                *i != j && (text::mentions(&window[*i].hit.text, &title) || text::mentions(&window[*i].hit.text, &by))
-            };
-            if depth[j].is_none() && from.iter().any(reaches) {
-                depth[j] = Some(d + 1);
-            }
-        }
-    }
-    depth
-}
+/// Most words between a card's opening "is" and the noun it says its subject is: "is *a* waterfall", "was an
+/// American *film*".
+const DEFINITION_GAP: usize = 4;
 
-/// How near, in words, a mention of `name` in `text` sits to one of the question's cue words: "music composed by
-/// Stephen Warbeck" links the film to its composer more closely than "written by Lee Hall" does. A word of
-/// `before` counts only ahead of the name ("the son of X" says X is a parent; "X, daughter of Y" does not).
-fn link_distance(text: &str, name: &str, cues: &[String], before: &[String]) -> Option<usize> {
-    let words = text::tokens(text);
-    let name = text::tokens(name);
-    if name.is_empty() || words.len() < name.len() {
-        return None;
-    }
-    let cue_at: Vec<(usize, bool)> = (0..words.len())
-        .filter_map(|i| {
-            if cues.iter().any(|c| same_word(&words[i], c)) {
-                Some((i, false))
-            } else {
-                before.iter().any(|c| same_word(&words[i], c)).then_some((i, true))
-            }
-        })
-        .collect();
-    let len = name.len();
-    (0..=words.len() - len)
-        .filter(|i| words[*i..*i + len] == name[..])
-        .flat_map(|i| {
-            cue_at.iter().filter_map(move |&(c, ahead_only)| match c < i {
-                true => Some(i - c),
-                false if ahead_only => None,
-                false => Some(c.saturating_sub(i + len - 1)),
-            })
-        })
-        .min()
+/// Whether a card's first sentence says its subject is a thing of the asked noun (the last of `heads`):
+/// "Victoria Falls (…) is a waterfall in southern Africa" for "the waterfall in …".
+fn defines_as(card: &Card, heads: &[String]) -> bool {
+    let Some(noun) = heads.last() else { return false };
+    let Some(first) = text::sentences(&card.hit.text).into_iter().next() else { return false };
+    let words = text::tokens(first);
+    let Some(copula) = words.iter().position(|w| matches!(w.as_str(), "is" | "was" | "are" | "were")) else {
+        return false;
+    };
+    words.iter().skip(copula + 1).take(DEFINITION_GAP).any(|w| same_word(w, noun))
 }
 
 /// Whether a name is a fuller form of a title: its words in order with more between, ending alike ("Jocelyn Charles
@@ -334,9 +276,10 @@ fn merge_dates(tally: &mut Vec<Tally<'_>>) {
 }
 
 /// The `k` best candidate spans of the asked shape, best first.
-fn extract<'a>(a: &Asked, question: &str, window: &[&'a Card], links: usize, k: usize) -> Vec<Reading<'a>> {
+fn extract<'a>(a: &Asked, question: &str, window: &[&'a Card], chain: &Chain, k: usize) -> Vec<Reading<'a>> {
+    let (links, bridges) = (chain.links, &chain.bridges);
     let question_names: Vec<String> = text::name_spans(question);
-    let depth = depths(question, window);
+    let depth = depths(question, window, bridges);
     let target = links + 1;
     let final_cues = a.final_cues(links);
     // The chain's end is in the window: a card as many hops from the question as the question has links.
@@ -482,10 +425,12 @@ fn extract<'a>(a: &Asked, question: &str, window: &[&'a Card], links: usize, k: 
                 // the airport's card when a card on the chain leads to it; another city's airport is a distractor).
                 let span_words = text::tokens(&span.text);
                 let repeats = span_words.iter().all(|t| a.words.contains(t));
-                let own_subject = span.shape == Shape::Name
-                    && a.kind != AnswerKind::Phrase
-                    && !(headed && depth[rank].is_some())
+                let own = span.shape == Shape::Name
                     && (span_words.iter().all(|t| title_words.contains(t)) || fuller_form(&span_words, &title_words));
+                // A card that says its subject is a thing of the asked kind ("Victoria Falls … is a waterfall")
+                // heads it by that noun as well.
+                let headed = headed || own && a.kind != AnswerKind::Person && defines_as(card, &a.heads);
+                let own_subject = own && a.kind != AnswerKind::Phrase && !(headed && depth[rank].is_some());
                 // Nor is a longer name built on one the question gives ("X the Musical" for "X").
                 let derived = question_names.iter().any(|n| text::mentions(&span.text, n));
                 if repeats || own_subject || derived {
@@ -497,7 +442,8 @@ fn extract<'a>(a: &Asked, question: &str, window: &[&'a Card], links: usize, k: 
                     && window
                         .iter()
                         .position(|c| fold(subject(&c.hit.title)) == folded)
-                        .is_some_and(|i| depth[i].is_some_and(|d| d < links));
+                        .is_some_and(|i| depth[i].is_some_and(|d| d < links))
+                    || bridges.iter().any(|b| fold(&b.name) == folded);
                 let near = cues
                     .iter()
                     .map(|(at, _)| {

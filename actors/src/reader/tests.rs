@@ -18,7 +18,7 @@ fn card(n: u32, title: &str, text: &str) -> Card {
 
 fn answer(question: &str, cards: &[Card], links: usize) -> Option<(String, Vec<u32>)> {
     let window: Vec<&Card> = cards.iter().collect();
-    read(question, &window, links).map(|r| (r.text, r.cards.iter().map(|c| c.n).collect()))
+    read(question, &window, &Chain::of(links)).map(|r| (r.text, r.cards.iter().map(|c| c.n).collect()))
 }
 
 #[test]
@@ -218,7 +218,7 @@ fn where_someone_works_or_studies_is_an_institution_not_its_city() {
 fn the_candidates_start_with_the_answer_and_offer_each_alternative_once() {
     let texts = |question: &str, cards: &[Card], links: usize| -> Vec<String> {
         let window: Vec<&Card> = cards.iter().collect();
-        candidates(question, &window, links, 6).into_iter().map(|r| r.text).collect()
+        candidates(question, &window, &Chain::of(links), 6).into_iter().map(|r| r.text).collect()
     };
     let cards = [
         card(1, "Red Dawn", "Red Dawn is a 1984 American war film."),
@@ -236,7 +236,7 @@ fn the_candidates_start_with_the_answer_and_offer_each_alternative_once() {
     unique.dedup();
     assert_eq!(unique.len(), found.len(), "{found:?}");
     let window: Vec<&Card> = quiet.iter().collect();
-    assert_eq!(candidates("Where was the director of film The Quiet Hour born?", &window, 1, 1).len(), 1);
+    assert_eq!(candidates("Where was the director of film The Quiet Hour born?", &window, &Chain::of(1), 1).len(), 1);
 }
 
 #[test]
@@ -258,7 +258,7 @@ fn a_mother_is_the_parent_whose_pronouns_say_she_not_the_father_or_the_wife() {
     ];
     assert_eq!(answer("When did Karl II's mother die?", &cards, 1).unwrap().0, "20 March 851");
     let window: Vec<&Card> = cards.iter().collect();
-    let all: Vec<(String, u32)> = candidates("When did Karl II's father die?", &window, 1, 6)
+    let all: Vec<(String, u32)> = candidates("When did Karl II's father die?", &window, &Chain::of(1), 6)
         .into_iter()
         .map(|r| (r.text, r.cards[0].n))
         .collect();
@@ -400,4 +400,31 @@ fn a_name_repeated_in_a_sentence_of_other_scripts_is_spanned_where_it_stands() {
     }
     let cards = [card(1, "I Proud to Be an Indian", sentence)];
     assert!(answer("Who directed I Proud to Be an Indian?", &cards, 0).is_some());
+}
+
+#[test]
+fn a_searched_bridge_leads_to_the_card_that_names_it_and_its_subject_answers() {
+    // The corpus has no page for the bridge (Zimbabwe): the waterfall's card is reached by naming it, and says
+    // its own subject is a waterfall. The other waterfall is a distractor nothing on the chain leads to.
+    let cards = [
+        card(1, "Bubye River", "The Bubye River is a left tributary of the Limpopo River in southern Zimbabwe."),
+        card(
+            2,
+            "Tat Sae Waterfalls",
+            "The Tad Sae Waterfalls is a waterfall on the Nam Khan River, a tributary of the Mekong in Laos.",
+        ),
+        card(
+            3,
+            "Victoria Falls",
+            "Victoria Falls (Tokaleya Tonga: Mosi - oa - Tunya, ``The Smoke that Thunders '') is a waterfall in \
+             southern Africa on the Zambezi River at the border between Zambia and Zimbabwe.",
+        ),
+    ];
+    let window: Vec<&Card> = cards.iter().collect();
+    let question = "What is the name of the waterfall in the country where the Bubye River is found?";
+    let chain = Chain { links: 1, bridges: vec![Bridge { name: "Zimbabwe".into(), depth: 1 }] };
+    let reading = read(question, &window, &chain).map(|r| (r.text, r.cards[0].n));
+    assert_eq!(reading, Some(("Victoria Falls".to_string(), 3)));
+    // Without the bridge nothing leads to either waterfall's card.
+    assert_ne!(read(question, &window, &Chain::of(1)).map(|r| r.text).as_deref(), Some("Victoria Falls"));
 }

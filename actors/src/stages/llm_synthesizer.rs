@@ -280,9 +280,8 @@ fn written(state: &LoopState, base: AgentResponse, draft: DraftAnswer, reason: T
 /// The answers the deterministic reader finds in `window`, best first, each with the cards that write it and
 /// where: what the model chooses among.
 fn offered<'a>(state: &LoopState, window: &[&'a Card]) -> Vec<context::Choice<'a>> {
-    let links = super::deterministic::bridge::chain_links(state);
     let mut choices: Vec<context::Choice<'a>> = Vec::new();
-    for reading in reader::candidates(question(state), window, links, CHOICES) {
+    for reading in reader::candidates(question(state), window, &super::synthesizer::chain(state), CHOICES) {
         let mut cards: Vec<&'a Card> = reading.cards.clone();
         cards.extend(window.iter().copied().filter(|c| !reading.cards.iter().any(|r| r.n == c.n)));
         let written: Vec<(u32, &'a str)> = supporting(&reading.text, &cards)

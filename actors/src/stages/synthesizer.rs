@@ -189,7 +189,15 @@ pub fn synthesize(state: &LoopState, types: &crate::entity_types::EntityTypes) -
 
 /// The deterministic reader's answer to the request's question, from the final ranking's head.
 fn read<'a>(state: &LoopState, window: &[&'a Card]) -> Option<Reading<'a>> {
-    reader::read(question(state), window, super::deterministic::bridge::chain_links(state))
+    reader::read(question(state), window, &chain(state))
+}
+
+/// The request's chain as the reader follows it: its links, and the bridges its hops were searched with.
+pub(crate) fn chain(state: &LoopState) -> reader::Chain {
+    reader::Chain {
+        links: super::deterministic::bridge::chain_links(state),
+        bridges: super::deterministic::hop::searched_bridges(state),
+    }
 }
 
 /// The question the request answers: the rewritten one when intake rewrote it.

@@ -161,7 +161,8 @@ pub fn searched(state: &LoopState) -> Vec<String> {
         .collect()
 }
 
-/// The cards that speak of `name` (every content word of it, stemmed: "Big Eye" is in "Big Eyes"), best first.
+/// The cards that speak of `name` (every content word of it, stemmed, singular or plural: "Big Eye" is in "Big
+/// Eyes"), best first.
 fn about<'a>(cards: &'a [Card], name: &str) -> Vec<&'a Card> {
     let wanted: Vec<String> = text::content_words(name).iter().map(|w| text::stem(w).to_string()).collect();
     let speaks_of = |card: &Card| {
@@ -169,12 +170,76 @@ fn about<'a>(cards: &'a [Card], name: &str) -> Vec<&'a Card> {
             .iter()
             .map(|w| text::stem(w).to_string())
             .collect();
-        !wanted.is_empty() && wanted.iter().all(|w| words.contains(w))
+        !wanted.is_empty() && wanted.iter().all(|w| words.iter().any(|x| text::same_noun(x, w)))
     };
     let mut found: Vec<&Card> = cards.iter().filter(|c| speaks_of(c)).collect();
     found.sort_by(|x, y| y.hit.score.total_cmp(&x.hit.score));
     found.truncate(WINDOW);
     found
+}
+
+/// One hop of the chain: the reader's answers to its description, best first, and the question rewritten with
+/// each in the description's place.
+struct Hop {
+    bridges: Vec<String>,
+    queries: Vec<String>,
+}
+
+/// The chain's hops, innermost first, each read from the cards about the thing its description names, and each
+/// after the first going on from the best answer of the one before. Stops at the first hop the evidence gives no
+/// bridge for, or once `more` says no more are needed.
+fn walk(state: &LoopState, mut more: impl FnMut(&Hop) -> bool) -> Vec<Hop> {
+    let a = &state.analysis;
+    let links = chain::links(&a.rewritten).min(MAX_HOPS);
+    let mut question = a.rewritten.trim().trim_end_matches(['?', '.', '!']).to_string();
+    let mut names = a.entities.clone();
+    let mut hops = Vec::new();
+    for _ in 0..links {
+        let words: Vec<&str> = question.split_whitespace().collect();
+        let Some(d) = innermost(&words, &names) else { break };
+        let described = words[d.start..d.end].join(" ");
+        let described = described.trim_end_matches(|c: char| !c.is_alphanumeric());
+        let inner = format!("{} is {described}?", if d.person { "Who" } else { "What" });
+        let Some(name) = names.iter().find(|n| text::mentions(described, n)) else { break };
+        let window = about(&state.cards, name);
+        let bridges: Vec<String> =
+            reader::candidates(&inner, &window, &reader::Chain::of(chain::links(&inner)), READINGS_PER_HOP * 2)
+                .into_iter()
+                .filter(|r| match r.kind {
+                    AnswerKind::Person => true,
+                    AnswerKind::Place | AnswerKind::Entity => !d.person,
+                    _ => false,
+                })
+                .map(|r| r.text)
+                .filter(|b| !names.iter().any(|n| text::mentions(n, b) || text::mentions(b, n)))
+                .fold(Vec::new(), |mut kept: Vec<String>, b| {
+                    // "Wilmington" adds nothing to "Wilmington, Delaware".
+                    if !kept.iter().any(|k| text::mentions(k, &b) || text::mentions(&b, k)) {
+                        kept.push(b);
+                    }
+                    kept
+                })
+                .into_iter()
+                .take(READINGS_PER_HOP)
+                .collect();
+        let Some(best) = bridges.first().cloned() else { break };
+        let rewrite = |bridge: &str| {
+            // The description's closing comma stays: "in the city X was born, is located" keeps its clause.
+            let comma = if words[d.end - 1].ends_with(',') { "," } else { "" };
+            let (head, tail) = (words[..d.start].join(" "), words[d.end..].join(" "));
+            format!("{head} {bridge}{comma} {tail}").split_whitespace().collect::<Vec<_>>().join(" ")
+        };
+        let queries: Vec<String> = bridges.iter().map(|b| rewrite(b)).collect();
+        question = rewrite(&best);
+        names.push(best);
+        let hop = Hop { bridges, queries };
+        let go_on = more(&hop);
+        hops.push(hop);
+        if !go_on {
+            break;
+        }
+    }
+    hops
 }
 
 /// The questions the chain's next hop asks that were not searched yet (`searched`, lowercase), best bridge first.
@@ -183,58 +248,32 @@ fn about<'a>(cards: &'a [Card], name: &str) -> Vec<&'a Card> {
 /// on from its best answer to the next description. Empty for a question that chains nothing, once every hop was
 /// searched, or when the evidence gives no bridge.
 pub fn next_queries(state: &LoopState, searched: &[String]) -> Vec<String> {
-    let a = &state.analysis;
-    let links = chain::links(&a.rewritten).min(MAX_HOPS);
-    let mut question = a.rewritten.trim().trim_end_matches(['?', '.', '!']).to_string();
-    let mut names = a.entities.clone();
-    for _ in 0..links {
-        let words: Vec<&str> = question.split_whitespace().collect();
-        let Some(d) = innermost(&words, &names) else { return Vec::new() };
-        let described = words[d.start..d.end].join(" ");
-        let described = described.trim_end_matches(|c: char| !c.is_alphanumeric());
-        let inner = format!("{} is {described}?", if d.person { "Who" } else { "What" });
-        let Some(name) = names.iter().find(|n| text::mentions(described, n)) else { return Vec::new() };
-        let window = about(&state.cards, name);
-        let bridges: Vec<String> = reader::candidates(&inner, &window, chain::links(&inner), READINGS_PER_HOP * 2)
-            .into_iter()
-            .filter(|r| match r.kind {
-                AnswerKind::Person => true,
-                AnswerKind::Place | AnswerKind::Entity => !d.person,
-                _ => false,
-            })
-            .map(|r| r.text)
-            .filter(|b| !names.iter().any(|n| text::mentions(n, b) || text::mentions(b, n)))
-            .fold(Vec::new(), |mut kept: Vec<String>, b| {
-                // "Wilmington" adds nothing to "Wilmington, Delaware".
-                if !kept.iter().any(|k| text::mentions(k, &b) || text::mentions(&b, k)) {
-                    kept.push(b);
-                }
-                kept
-            })
-            .into_iter()
-            .take(READINGS_PER_HOP)
-            .collect();
-        let Some(best) = bridges.first().cloned() else { return Vec::new() };
-        let rewrite = |bridge: &str| {
-            // The description's closing comma stays: "in the city X was born, is located" keeps its clause.
-            let comma = if words[d.end - 1].ends_with(',') { "," } else { "" };
-            let (head, tail) = (words[..d.start].join(" "), words[d.end..].join(" "));
-            format!("{head} {bridge}{comma} {tail}").split_whitespace().collect::<Vec<_>>().join(" ")
-        };
-        let queries: Vec<String> = bridges.iter().map(|b| rewrite(b)).collect();
-        let fresh: Vec<String> = queries.iter().filter(|q| !searched.contains(&q.to_lowercase())).cloned().collect();
-        if !fresh.is_empty() {
-            return fresh;
-        }
-        question = rewrite(&best);
-        names.push(best);
-    }
-    Vec::new()
+    let fresh = |hop: &Hop| -> Vec<String> {
+        hop.queries.iter().filter(|q| !searched.contains(&q.to_lowercase())).cloned().collect()
+    };
+    walk(state, |hop| fresh(hop).is_empty()).last().map(fresh).unwrap_or_default()
+}
+
+/// The bridges whose hops were searched, each with how many hops from the question it is (1 for the innermost
+/// description's): where the chain went when the corpus has no document for its bridges, for the reader.
+pub fn searched_bridges(state: &LoopState) -> Vec<reader::Bridge> {
+    let searched = searched(state);
+    let hops = walk(state, |hop| hop.queries.iter().any(|q| searched.contains(&q.to_lowercase())));
+    hops.iter()
+        .enumerate()
+        .flat_map(|(i, hop)| {
+            hop.bridges
+                .iter()
+                .zip(&hop.queries)
+                .filter(|(_, q)| searched.contains(&q.to_lowercase()))
+                .map(move |(b, _)| reader::Bridge { name: b.clone(), depth: i + 1 })
+        })
+        .collect()
 }
 
 #[cfg(test)]
 mod tests {
-    use sleuth_messages::{Card, Hit, JsonMap};
+    use sleuth_messages::{Card, Hit, JsonMap, NextStep, SearchIntent, TurnRecord};
 
     use super::*;
     use crate::fixtures;
@@ -299,8 +338,14 @@ mod tests {
             Some("What currency predated the Euro in Finland"),
             "{queries:?}"
         );
+        assert!(searched_bridges(&state).is_empty(), "no hop was searched yet");
         // Once searched, the hop is done: this question chains one description only.
         let searched: Vec<String> = queries.iter().map(|q| q.to_lowercase()).collect();
         assert!(next_queries(&state, &searched).is_empty());
+        // The searched hop's bridge is where the chain went, one hop from the question.
+        let search = |q: &String| Action::QdrantSearch { search_intent: SearchIntent::documents("hop", q.as_str()) };
+        let step = NextStep { rationale: "hop".into(), actions: queries.iter().map(search).collect() };
+        state.turns.push(TurnRecord { turn: 2, step, outcomes: Vec::new(), report: None });
+        assert_eq!(searched_bridges(&state).first(), Some(&reader::Bridge { name: "Finland".into(), depth: 1 }));
     }
 }
