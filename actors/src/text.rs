@@ -91,7 +91,9 @@ fn is_abbreviation(before: &str) -> bool {
     // "J. Smith", and a life's "(b. 1950)", "(d. 851)" or "(c. 1450)".
     let single_initial = word.chars().count() == 1 && word.chars().all(char::is_uppercase)
         || word.strip_prefix('(').is_some_and(|w| w.chars().count() == 1 && w.chars().all(char::is_alphabetic));
-    single_initial || ["Mr", "Mrs", "Ms", "Dr", "St", "Jr", "Sr", "vs", "etc", "e.g", "i.e"].contains(&word)
+    // A month shortened before its day: "On Dec. 10, 1817".
+    let month = ["Jan", "Feb", "Mar", "Apr", "Jun", "Jul", "Aug", "Sep", "Sept", "Oct", "Nov", "Dec"].contains(&word);
+    single_initial || month || ["Mr", "Mrs", "Ms", "Dr", "St", "Jr", "Sr", "vs", "etc", "e.g", "i.e"].contains(&word)
 }
 
 /// Splits prose into sentences at `.`, `!` or `?` followed by white space.
@@ -313,6 +315,10 @@ mod tests {
         assert_eq!(
             sentences("Emma (d. 851) was a queen. She ruled."),
             vec!["Emma (d. 851) was a queen.", "She ruled."]
+        );
+        assert_eq!(
+            sentences("On Dec. 10, 1817, it joined. Then more."),
+            vec!["On Dec. 10, 1817, it joined.", "Then more."]
         );
     }
 

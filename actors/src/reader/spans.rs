@@ -24,7 +24,8 @@ pub(crate) const MONTHS: [&str; 12] = [
 
 static DATE: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(concat!(
-        r"(?i)\b(?:(\d{1,2})\s+)?(January|February|March|April|May|June|July|August|September|October|November|December)",
+        r"(?i)\b(?:(\d{1,2})\s+)?(January|February|March|April|May|June|July|August|September|October|November|December",
+        r"|Jan|Feb|Mar|Apr|Jun|Jul|Aug|Sept|Sep|Oct|Nov|Dec)\.?",
         r"(?:\s+(\d{1,2}))?,?\s+(\d{3,4})\b|\b(\d{1,2})(?:st|nd|rd|th)?\s+century\b|\b(\d{4})s?\b"
     ))
     .expect("static regex")
@@ -61,7 +62,9 @@ pub fn dates(sentence: &str) -> Vec<Span> {
         .filter_map(|c| {
             let whole = c.get(0)?;
             let value = if let Some(year) = c.get(4) {
-                let month = MONTHS.iter().position(|m| m.eq_ignore_ascii_case(&c[2])).map_or(0, |i| i as u32 + 1);
+                // A shortened month is the one it begins: "Dec." is December.
+                let named = c[2].to_lowercase();
+                let month = MONTHS.iter().position(|m| m.starts_with(named.as_str())).map_or(0, |i| i as u32 + 1);
                 let day = c.get(1).or(c.get(3)).and_then(|d| d.as_str().parse().ok()).unwrap_or(0);
                 (year.as_str().parse().ok()?, month, day)
             } else if let Some(century) = c.get(5) {
@@ -206,6 +209,10 @@ mod tests {
         assert_eq!(values, [Shape::Date((1950, 5, 5)), Shape::Date((1980, 6, 3)), Shape::Date((1999, 0, 0))]);
         assert_eq!(found[0].text, "5 May 1950");
         assert!(dates("Room 12 holds 40000 people").is_empty());
+        let short = dates("On Dec. 10, 1817, the territory became a state; Marching 1990 is a year only.");
+        assert_eq!(short[0].text, "Dec. 10, 1817");
+        assert_eq!(short[0].shape, Shape::Date((1817, 12, 10)));
+        assert_eq!(short[1].shape, Shape::Date((1990, 0, 0)));
     }
 
     #[test]
