@@ -92,11 +92,12 @@ impl Scored {
         Some(!gold.is_empty() && format!(" {answer} ").contains(&format!(" {gold} ")))
     }
     /// Exact match and token F1 of the short answer (the whole answer when there is none) against the gold
-    /// answer; `None` without both.
+    /// answer; `None` when the question carries no gold answer. No answer at all (a single pass whose reader
+    /// found nothing) scores 0, as the field's scorers count a missing prediction: leaving it out of the mean
+    /// would make answering less score better.
     pub fn answer_score(&self) -> Option<(f64, f64)> {
         let gold = self.question.answer.as_ref()?;
-        let predicted = self.short.as_ref().or(self.answer.as_ref())?;
-        Some(answer_score(predicted, gold))
+        Some(self.short.as_ref().or(self.answer.as_ref()).map_or((0.0, 0.0), |predicted| answer_score(predicted, gold)))
     }
     /// Whether every gold title is in the first `k` titles.
     pub fn all_gold(&self, k: usize) -> bool {
@@ -579,6 +580,17 @@ mod tests {
         assert_eq!(s.answer_score().map(|x| x.0), Some(0.0), "the whole answer when there is no short one");
         s.short = Some("vienna".into());
         assert_eq!(s.answer_score(), Some((1.0, 1.0)));
+    }
+
+    #[test]
+    fn a_question_left_unanswered_scores_zero_and_counts_in_the_mean() {
+        let answered = Scored { short: Some("vienna".into()), ..scored(&["A"], &["A"]) };
+        let unanswered = Scored { answer: None, short: None, ..answered.clone() };
+        assert_eq!(unanswered.answer_score(), Some((0.0, 0.0)));
+        let r = row("all", &[&answered, &unanswered]);
+        assert_eq!((r.em, r.f1), (Some(0.5), Some(0.5)), "two questions, one right: not one of one");
+        let no_gold = Scored { question: Question { answer: None, ..answered.question.clone() }, ..answered };
+        assert_eq!(no_gold.answer_score(), None, "a question without a gold answer is not scored");
     }
 
     #[test]

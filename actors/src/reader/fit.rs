@@ -129,8 +129,7 @@ pub(super) fn fit(a: &Asked, span: &Span, sentence: &str, window: &[&Card]) -> f
     let mut score = 0.0;
     // One capitalised word right before a common noun is an adjective ("an English composer"): a nationality,
     // not a place, a person or a thing.
-    let next = after.split_whitespace().next().unwrap_or("");
-    let before_noun = next.chars().next().is_some_and(char::is_lowercase) && !text::is_stopword(&next.to_lowercase());
+    let before_noun = before_common_noun(span, sentence);
     let adjective = !span.text.contains(' ') && before_noun;
     if noun == Some("nationality") {
         // A nationality is an adjective of a people ("Chinese American actor", "Swedish"), not a church or a band.
@@ -215,6 +214,18 @@ pub(super) fn fit(a: &Asked, span: &Span, sentence: &str, window: &[&Card]) -> f
         }
     }
     score
+}
+
+/// Whether a common noun follows the name in its sentence: "Canadian" in "was a Canadian cyclist".
+fn before_common_noun(span: &Span, sentence: &str) -> bool {
+    let after = sentence.get(span.at + span.text.len()..).unwrap_or("").trim_start();
+    let next = after.split_whitespace().next().unwrap_or("");
+    next.chars().next().is_some_and(char::is_lowercase) && !text::is_stopword(&next.to_lowercase())
+}
+
+/// A people's adjective used as one ("a Canadian cyclist"): a nationality, which answers no "where" and no "who".
+pub(super) fn is_peoples_adjective(span: &Span, sentence: &str) -> bool {
+    !span.text.contains(' ') && names_a_people(&span.text) && before_common_noun(span, sentence)
 }
 
 /// Whether every word of a name has the shape of an English adjective of a people: "Chinese American",

@@ -18,7 +18,7 @@ pub use self::chain::{Bridge, Chain};
 use self::{
     asked::Asked,
     chain::link_distance,
-    fit::{fit, names_a_people, past_office, past_title},
+    fit::{fit, is_peoples_adjective, names_a_people, past_office, past_title},
     spans::{Shape, Span},
 };
 use crate::text;
@@ -410,7 +410,11 @@ fn extract<'a>(a: &Asked, question: &str, window: &[&'a Card], chain: &Chain, k:
                     [] => false,
                 };
                 let dated = span.shape == Shape::Name && (day || !spans::dates(&span.text).is_empty());
-                if folded.is_empty() || is_noise(&span.text) || dated {
+                // "Where" and "who" are never answered by a nationality ("was a Canadian cyclist").
+                let adjective = matches!(a.kind, AnswerKind::Place | AnswerKind::Person)
+                    && span.shape == Shape::Name
+                    && is_peoples_adjective(&span, sentence);
+                if folded.is_empty() || is_noise(&span.text) || dated || adjective {
                     continue;
                 }
                 // A name headed by the asked noun ("Sangre de Cristo Range" for "what mountain range") is of the

@@ -428,3 +428,22 @@ fn a_searched_bridge_leads_to_the_card_that_names_it_and_its_subject_answers() {
     // Without the bridge nothing leads to either waterfall's card.
     assert_ne!(read(question, &window, &Chain::of(1)).map(|r| r.text).as_deref(), Some("Victoria Falls"));
 }
+
+#[test]
+fn a_nationality_answers_no_where() {
+    // The husband's card says where he trained and that he was a Canadian cyclist; "Canadian" sits beside the
+    // life span (the death) but is an adjective of a people, so a place is read instead.
+    let cards = [
+        card(1, "Mira Vale", "Mira Vale (born 1954) is a former speed skater. She married the cyclist Tom Ardent."),
+        card(
+            2,
+            "Tom Ardent",
+            "Tom Ardent (19 July 1950 – 3 June 2016) was a Canadian cyclist. He won dozens of Canadian titles. His \
+             wins renewed interest in Canadian cycling. He was hit by a truck while training in Halton, north of \
+             Toronto.",
+        ),
+    ];
+    let (text, _) = answer("Where did Mira Vale's husband die?", &cards, 1).unwrap();
+    assert_ne!(text, "Canadian");
+    assert!(["Halton", "Toronto"].contains(&text.as_str()), "{text}");
+}
