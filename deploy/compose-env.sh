@@ -9,4 +9,5 @@ for user in ADMIN CLIENT GATEWAY INTAKE PLANNER RETRIEVE GRAPH GRADER SYNTHESIZE
   echo "SLEUTH_${user}_PASSWORD=$(secret)"
 done
 echo "POSTGRES_PASSWORD=$(secret)"
+echo "POSTGRES_READER_PASSWORD=$(secret)"
 echo "QDRANT_API_KEY=$(secret)"

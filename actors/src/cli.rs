@@ -51,7 +51,8 @@ pub enum Command {
         #[arg(long)]
         conversation: Option<String>,
     },
-    /// Create the NATS streams, consumers and KV buckets a deployment needs (idempotent; as the admin user)
+    /// Create the NATS streams, consumers and KV buckets a deployment needs, and migrate the graph schema in
+    /// Postgres when database.url is set (idempotent; as the NATS admin user and the schema's owner)
     Setup,
     /// Exit 0 when the `sleuth serve` on `telemetry.http_addr` is ready (a container health check)
     Healthcheck,

@@ -133,7 +133,9 @@ pub async fn announce_entity_types(config: &Config, types: &crate::entity_types:
 /// Creates (or finds) everything a deployment needs on NATS: the work and events streams, every stage's durable
 /// consumer and the watchdog's, and the KV buckets. Idempotent; refuses, with the command that fixes it, a
 /// stream that exists with other replicas than `nats.replicas`. Run it as a user allowed to create them (the
-/// admin user of `deploy/nats/accounts.conf`); stage users may then only use them.
+/// admin user of `deploy/nats/accounts.conf`); stage users may then only use them. With `database.url`, it also
+/// migrates the graph schema in Postgres and lets `database.reader_role` read it (as the schema's owner), so that
+/// serving processes may run with `database.migrate = false` on that role.
 pub async fn setup(config: &Config) -> anyhow::Result<String> {
     let url = config.nats.url.clone().context("setup needs a NATS URL (SLEUTH__NATS__URL or NATS_URL)")?;
     let client = crate::nats_client::connect(&url, "sleuth setup").await?;
@@ -167,7 +169,7 @@ pub async fn setup(config: &Config) -> anyhow::Result<String> {
              `nats stream edit {name} --replicas {replicas}` (as the admin user), then run `sleuth setup` again"
         );
     }
-    Ok(format!(
+    let nats = format!(
         "streams {}, {} and {}, consumers {}, buckets {}, {} and {}: ready ({replicas} replica(s) each)",
         subjects.work_stream(),
         subjects.events_stream(),
@@ -176,7 +178,15 @@ pub async fn setup(config: &Config) -> anyhow::Result<String> {
         subjects.loops_bucket(),
         subjects.conversations_bucket(),
         subjects.meta_bucket(),
-    ))
+    );
+    // The graph's schema, as its owner, so that serving processes may run on a role that only reads it.
+    match &config.database.url {
+        Some(url) => {
+            let graph = crate::graph::schema::prepare(url, config.database.reader_role.as_deref()).await?;
+            Ok(format!("{nats}\n{graph}"))
+        }
+        None => Ok(nats),
+    }
 }
 
 /// The plan in a line: strategy, rounds, acceptance criteria and who wrote it.

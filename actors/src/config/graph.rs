@@ -9,11 +9,34 @@ pub struct DatabaseConfig {
     /// `postgres://…`: the graph lives in PostgreSQL. `None`: SQLite at `<data_dir>/graph.sqlite`.
     pub url: Option<String>,
     pub pool_max_size: u32,
+    /// Whether opening the PostgreSQL graph runs its schema migrations (which need the schema owner's rights). A
+    /// serving process on a read-only role sets it false: it then only checks that the schema is migrated, and
+    /// `sleuth setup` migrates it. SQLite, one process's file, is always migrated.
+    pub migrate: bool,
+    /// A role `sleuth setup` lets read the graph's tables (and nothing else): the serving processes' own.
+    pub reader_role: Option<String>,
 }
 
 impl Default for DatabaseConfig {
     fn default() -> Self {
-        DatabaseConfig { url: None, pool_max_size: 8 }
+        DatabaseConfig { url: None, pool_max_size: 8, migrate: true, reader_role: None }
+    }
+}
+
+impl DatabaseConfig {
+    /// `reader_role` is a plain PostgreSQL identifier: it is written into `GRANT` statements, which bind no
+    /// parameters.
+    pub fn check(&self) -> Result<(), String> {
+        if let Some(role) = &self.reader_role {
+            let first = role.chars().next().is_some_and(|c| c.is_ascii_lowercase() || c == '_');
+            let rest = role.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_');
+            if !first || !rest || role.len() > 63 {
+                return Err(format!(
+                    "database.reader_role: {role:?} must be a lower-case PostgreSQL name (a-z, 0-9, _; at most 63)"
+                ));
+            }
+        }
+        Ok(())
     }
 }
 

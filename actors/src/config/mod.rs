@@ -51,6 +51,11 @@ pub const ENV_VARS: &[(&str, &str)] = &[
     ("SLEUTH__DATABASE__URL", "set: the graph lives in PostgreSQL at this URL; unset: SQLite in the data dir"),
     ("DATABASE_URL", "fallback for SLEUTH__DATABASE__URL"),
     (
+        "SLEUTH__DATABASE__MIGRATE",
+        "false: only check the graph schema at start-up (a read-only role); `sleuth setup` migrates",
+    ),
+    ("SLEUTH__DATABASE__READER_ROLE", "a PostgreSQL role `sleuth setup` grants read access to the graph's tables"),
+    (
         "SLEUTH__LLM__BASE_URL",
         "OpenAI-compatible chat endpoint (e.g. http://127.0.0.1:8080/v1): LLM planner, grader and synthesizer; unset: deterministic",
     ),
@@ -179,6 +184,7 @@ impl Config {
             return bad("loop.max_turns_*", "must satisfy 1 <= standard <= deep");
         }
         self.tenants.check().map_err(ConfigError::Invalid)?;
+        self.database.check().map_err(ConfigError::Invalid)?;
         let i = &self.intake;
         if i.conversation_ttl_s == 0 || i.conversation_turns == 0 {
             return bad("intake.conversation_*", "conversation_ttl_s and conversation_turns must be at least 1");
@@ -330,6 +336,19 @@ mod tests {
         let mut c = Config::default();
         c.nats.prefix = "sleuth.>".into();
         assert!(c.validate().unwrap_err().to_string().contains("nats.prefix"));
+    }
+
+    #[test]
+    fn a_reader_role_is_a_plain_postgres_name() {
+        // It is written into GRANT statements, which bind no parameters.
+        for bad in ["sleuth reader", "Reader", "r; DROP TABLE entities", "\"r\"", "", "9reader"] {
+            let mut c = Config::default();
+            c.database.reader_role = Some(bad.into());
+            assert!(c.validate().unwrap_err().to_string().contains("database.reader_role"), "{bad:?}");
+        }
+        let mut c = Config::default();
+        c.database.reader_role = Some("sleuth_reader_2".into());
+        c.validate().unwrap();
     }
 
     #[test]

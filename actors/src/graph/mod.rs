@@ -37,6 +37,7 @@ pub mod mentions;
 pub mod owner;
 pub mod postgres;
 pub mod primitives;
+pub mod schema;
 pub mod sqlite;
 pub mod traced;
 
@@ -297,14 +298,17 @@ pub trait GraphStore: Send + Sync + 'static {
 }
 
 /// Opens the configured graph: Postgres at `database.url`, else SQLite at `<data_dir>/graph.sqlite`.
-/// Runs the migrations either way.
+/// Runs the migrations either way, unless `database.migrate` is off (Postgres: then the schema is only checked).
 pub async fn open(config: &Config) -> anyhow::Result<Arc<dyn GraphStore>> {
     let timeouts = Timeouts {
         statement: Duration::from_millis(config.graph.statement_timeout_ms),
         query: Duration::from_millis(config.graph.query_timeout_ms),
     };
     let store: Arc<dyn GraphStore> = match &config.database.url {
-        Some(url) => Arc::new(postgres::PgGraph::connect(url, config.database.pool_max_size, timeouts).await?),
+        Some(url) => {
+            let (pool, migrate) = (config.database.pool_max_size, config.database.migrate);
+            Arc::new(postgres::PgGraph::open(url, pool, timeouts, migrate).await?)
+        }
         None => {
             let dir = config.data_dir();
             std::fs::create_dir_all(&dir)?;

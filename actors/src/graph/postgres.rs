@@ -10,7 +10,7 @@ use uuid::Uuid;
 
 use super::{
     Adjacent, Entity, Expand, GraphError, GraphStats, GraphStore, GraphWrite, JsonColumns, Timeouts, entity_from,
-    last_wins, search_names, within,
+    last_wins, schema, search_names, within,
 };
 use crate::access::Access;
 
@@ -83,6 +83,12 @@ fn holds_key(alias: &str, param: usize) -> String {
 impl PgGraph {
     /// Connects, creates the `pg_trgm` extension and the schema (sqlx migrations) if needed.
     pub async fn connect(url: &str, pool_max_size: u32, timeouts: Timeouts) -> anyhow::Result<PgGraph> {
+        PgGraph::open(url, pool_max_size, timeouts, true).await
+    }
+
+    /// Connects; then migrates the schema when `migrate`, else only checks that it is migrated (a serving process
+    /// on a role that may read the graph and nothing more: `database.migrate = false`).
+    pub async fn open(url: &str, pool_max_size: u32, timeouts: Timeouts, migrate: bool) -> anyhow::Result<PgGraph> {
         let pool = PgPoolOptions::new()
             .max_connections(pool_max_size)
             // A database that went away shows within half a query's time (sqlx retries a refused connection until
@@ -91,10 +97,10 @@ impl PgGraph {
             .connect(url)
             .await
             .with_context(|| format!("cannot connect to the graph database at {}", crate::secrets::redact_url(url)))?;
-        sqlx::migrate!("migrations/postgres")
-            .run(&pool)
-            .await
-            .context("cannot migrate the graph schema in Postgres")?;
+        match migrate {
+            true => schema::migrate(&pool).await?,
+            false => schema::check(&pool).await?,
+        }
         Ok(PgGraph { pool, timeouts })
     }
 

@@ -423,3 +423,49 @@ async fn the_search_and_hydrate_lanes_answer_over_nats() {
     let reply: serde_json::Value = serde_json::from_slice(&reply.payload).unwrap();
     assert_eq!(reply["error"]["type"], "invalid_input", "{reply}");
 }
+
+/// Serving processes may run on a role that reads the graph and nothing more (`database.migrate = false`): before
+/// `sleuth setup` has migrated the schema such a process refuses to start and says to run it; after setup, which
+/// grants the role `SELECT`, it reads what the owner wrote, and its writes are refused by PostgreSQL itself.
+#[tokio::test]
+async fn a_reader_role_reads_the_graph_setup_migrated_and_may_not_write_it() {
+    use sleuth_actors::graph::schema;
+    use sqlx::Executor;
+
+    let db = test_database().await;
+    let role = sleuth_tests::unique("sleuth_reader").to_lowercase();
+    let owner = sqlx::PgPool::connect(&db.url).await.unwrap();
+    owner.execute(format!("CREATE ROLE {role} LOGIN").as_str()).await.unwrap();
+    // The test server trusts local connections, so the role needs no password.
+    let mut reader_url = reqwest::Url::parse(&db.url).unwrap();
+    reader_url.set_username(&role).unwrap();
+    reader_url.set_password(None).unwrap();
+    let reader_url = reader_url.to_string();
+
+    let refused = PgGraph::open(&reader_url, 2, Timeouts::default(), false).await.err().expect("an unmigrated schema");
+    assert!(format!("{refused:#}").contains("sleuth setup"), "{refused:#}");
+
+    let line = schema::prepare(&db.url, Some(&role)).await.unwrap();
+    assert!(line.contains("migrated") && line.contains(&role), "{line}");
+    // Setup is idempotent.
+    schema::prepare(&db.url, Some(&role)).await.unwrap();
+    let written = PgGraph::connect(&db.url, 2, Timeouts::default()).await.unwrap();
+    written.write(&GraphWrite { entities: vec![character(0), character(1)], ..Default::default() }).await.unwrap();
+
+    let reader = PgGraph::open(&reader_url, 2, Timeouts::default(), false).await.expect("the reader opens the graph");
+    let found = reader.search("Character 1", None, 5, &Access::shared()).await.unwrap();
+    assert!(found.iter().any(|e| e.id == node(1)), "{found:?}");
+    let write = GraphWrite { entities: vec![character(2)], ..Default::default() };
+    let denied = reader.write(&write).await.expect_err("a reader may not write");
+    assert!(format!("{denied:?}").contains("permission denied"), "{denied:?}");
+    assert!(reader.entities(&[node(2)], &Access::shared()).await.unwrap().is_empty(), "nothing was written");
+
+    let missing = schema::prepare(&db.url, Some("no_such_reader_role")).await.expect_err("the role must exist");
+    assert!(format!("{missing:#}").contains("CREATE ROLE"), "{missing:#}");
+
+    reader.close().await;
+    written.close().await;
+    owner.execute(format!("DROP OWNED BY {role}").as_str()).await.unwrap();
+    owner.execute(format!("DROP ROLE {role}").as_str()).await.unwrap();
+    owner.close().await;
+}
