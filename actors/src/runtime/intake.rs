@@ -233,6 +233,10 @@ async fn accept(
             return Ok(request_id);
         }
         Err(e) => {
+            // Never stored, so never under way: its tenant's slot is free again.
+            if let Some(p) = &state.owner {
+                ctx.quotas.release(p, request_id);
+            }
             return Err(ErrorResponse::new(ErrorKind::Unavailable, format!("cannot store loop state: {e}"))
                 .for_request(request_id));
         }

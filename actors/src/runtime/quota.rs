@@ -154,15 +154,26 @@ impl Quotas {
         }
         Ok(())
     }
+
+    /// Frees the slot of a request that was admitted but never stored (intake could not store its state).
+    pub fn release(&self, by: &Principal, request_id: Uuid) {
+        let mut tenants = self.tenants.lock().expect("quotas poisoned");
+        if let Some(usage) = tenants.get_mut(&by.tenant) {
+            usage.under_way.retain(|(id, _)| *id != request_id);
+        }
+    }
 }
 
-/// Whether a request has ended, from its state. A request whose state is gone has ended (it expired, or intake
-/// failed before storing it); one that cannot be read now is taken to be under way.
+/// Whether a request has ended, from its state. One without a state, or whose state cannot be read now, is taken
+/// to be under way (the deadline prune of [`Usage::settle`] drops it at the latest).
 async fn look_up(store: &dyn StateStore, request_id: Uuid) -> Seen {
     match store.load(request_id).await {
         Ok(Some((state, _))) if state.phase == Phase::Done => Seen::Ended(u64::from(state.counters.tokens_used)),
         Ok(Some(_)) => Seen::UnderWay,
-        Ok(None) => Seen::Ended(0),
+        // Not stored yet: intake admits a request before it analyses it (an LLM rewrite may take a quarter of its
+        // time), so a request without a state is under way until its deadline; one whose state expired is long
+        // past it, and intake releases one it failed to store.
+        Ok(None) => Seen::UnderWay,
         Err(e) => {
             tracing::debug!(%request_id, error = %e, "cannot read a tenant's request: still counted as under way");
             Seen::UnderWay
@@ -234,15 +245,23 @@ mod tests {
 
     #[test]
     fn a_rate_admits_its_burst_then_refuses_until_the_bucket_fills() {
-        let (quotas, store) = (Quotas::default(), MemoryStore::default());
-        let beta = Principal::tenant("BETA");
+        // On the bucket itself, with instants of the test's making: no wall clock decides the outcome.
+        let mut usage = Usage::default();
         let limits = TenantLimits { per_second: Some(20.0), burst: Some(3), ..Default::default() };
+        let start = Instant::now();
         for _ in 0..3 {
-            ask(&quotas, &store, &beta, limits).unwrap();
+            assert_eq!(usage.refuse(&limits, start), None);
         }
-        assert_eq!(ask(&quotas, &store, &beta, limits), Err(ErrorKind::Limited));
-        std::thread::sleep(Duration::from_millis(60));
-        assert!(ask(&quotas, &store, &beta, limits).is_ok(), "a twentieth of a second refills one");
+        let refused = usage.refuse(&limits, start).map(|(limit, _)| limit);
+        assert_eq!(refused, Some("per_second"), "the burst of 3 is spent");
+        assert_eq!(usage.refuse(&limits, start + Duration::from_millis(30)).map(|(l, _)| l), Some("per_second"));
+        assert_eq!(
+            usage.refuse(&limits, start + Duration::from_millis(60)),
+            None,
+            "a twentieth of a second refills one"
+        );
+        assert!(usage.refuse(&limits, start + Duration::from_millis(61)).is_some(), "and only one");
+        assert_eq!(usage.refuse(&limits, start + Duration::from_secs(10)), None, "a long pause refills the burst");
     }
 
     #[test]
@@ -260,6 +279,23 @@ mod tests {
         std::thread::sleep(SWEEP_EVERY);
         assert_eq!(ask(&quotas, &store, &beta, limits), Err(ErrorKind::Limited), "1,100 spent");
         assert_eq!(ask(&quotas, &store, &Principal::tenant("ALPHA"), limits).map(|_| ()), Ok(()));
+    }
+
+    #[test]
+    fn a_request_admitted_but_not_yet_stored_holds_its_slot_until_released() {
+        // Intake admits first and stores the state after analysing the question (an LLM rewrite may take seconds):
+        // a sweep in between must not take the missing state for an ended request.
+        let (quotas, store) = (Quotas::default(), MemoryStore::default());
+        let beta = Principal::tenant("BETA");
+        let limits = TenantLimits { max_under_way: Some(1), ..Default::default() };
+        let first = Uuid::now_v7();
+        let deadline = telemetry::now_ms() + 60_000;
+        futures::executor::block_on(quotas.admit(&store, Some(&beta), limits, first, deadline)).unwrap();
+        std::thread::sleep(SWEEP_EVERY);
+        let second = futures::executor::block_on(quotas.admit(&store, Some(&beta), limits, Uuid::now_v7(), deadline));
+        assert_eq!(second.map_err(|e| e.kind), Err(ErrorKind::Limited), "the unstored first request is under way");
+        quotas.release(&beta, first);
+        assert!(ask(&quotas, &store, &beta, limits).is_ok(), "a released slot is free");
     }
 
     #[test]

@@ -415,3 +415,30 @@ async fn the_gateway_counts_its_requests_latency_and_open_streams_in_metrics() {
         "the latency histogram has the path: {after}"
     );
 }
+
+/// A gateway key is its tenant in the tenant's limits too (`tenants.overrides`): ALPHA, at its one request under
+/// way, is refused at once with 429 and the retryable `limited` error, while BETA's key is served.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_key_whose_tenant_is_at_its_limit_gets_429_while_another_tenants_key_is_served() {
+    let dir = tempfile::tempdir().unwrap();
+    let keys = dir.path().join("keys");
+    let digest = |k: &str| sleuth_actors::gateway::auth::digest_of(k);
+    std::fs::write(&keys, format!("{} ALPHA\n{} BETA\n", digest("key-alpha"), digest("key-beta"))).unwrap();
+    let gateway = Gateway::start(
+        &dir.path().join("data"),
+        &[
+            ("SLEUTH__GATEWAY__API_KEYS_FILE", keys.to_str().unwrap()),
+            ("SLEUTH__TENANTS__OVERRIDES__ALPHA__MAX_UNDER_WAY", "1"),
+            ("SLEUTH__DEBUG__STAGE_DELAY_MS", "1500"),
+        ],
+    );
+    let body = json!({ "query": "Which anime is Luffy in?", "timeout_ms": 60000 }).to_string();
+    let held = post_stream(&gateway, Some("key-alpha"), &body).await;
+    assert_eq!(held.status().as_u16(), 200, "ALPHA's first request is admitted");
+    let (status, error) = post(&gateway, "/v1/ask", Some("key-alpha"), &body).await;
+    assert_eq!((status, error["type"].as_str()), (429, Some("limited")), "{error}");
+    assert_eq!(error["retryable"], true, "{error}");
+    let (status, reply) = post(&gateway, "/v1/ask", Some("key-beta"), &body).await;
+    assert_eq!(status, 200, "BETA is not limited by ALPHA: {reply}");
+    held.text().await.expect("ALPHA's first request ends");
+}

@@ -161,6 +161,26 @@ async fn a_tenant_sees_nothing_of_another_tenants_requests() {
     tokio::time::timeout(Duration::from_secs(30), replies.next()).await.expect("BETA's answer").unwrap();
     assert_eq!(state_of(&config, claimed).await.owner, Some(Principal::tenant("BETA")));
 
+    // An oversized `baggage` (100 KB, under the account's 1 MiB payload limit): the request is answered, and the
+    // header, over W3C's 8,192 bytes, is not copied into the loop state, which stays loadable.
+    let heavy = uuid::Uuid::now_v7();
+    let mut headers = async_nats::HeaderMap::new();
+    headers.insert("baggage", format!("k={}", "v".repeat(100_000)).as_str());
+    let body = serde_json::json!({ "query": QUESTION, "request_id": heavy });
+    let inbox = beta.new_inbox();
+    let mut replies = beta.subscribe(inbox.clone()).await.unwrap();
+    let body = bytes::Bytes::from(serde_json::to_vec(&body).unwrap());
+    beta.publish_with_reply_and_headers(subjects.ask(), inbox, headers, body).await.unwrap();
+    let reply = tokio::time::timeout(Duration::from_secs(30), replies.next()).await.expect("an answer").unwrap();
+    let reply: AskReply = codec::decode(&reply.payload).expect("a reply").0;
+    assert!(matches!(reply.outcome, Outcome::Answer(_)), "{reply:?}");
+    let stored = state_of(&config, heavy).await;
+    assert!(
+        stored.baggage.as_ref().is_none_or(|b| b.len() <= 8192),
+        "baggage of {:?} bytes",
+        stored.baggage.map(|b| b.len())
+    );
+
     // BETA follows up in a conversation of the same name: it starts its own, and ALPHA's keeps only ALPHA's turn.
     let follow = AskRequest { conversation_id: conversation, ..AskRequest::new("Who created it?") };
     ask(&beta, &subjects, follow).await;
@@ -282,5 +302,51 @@ async fn a_tenants_documents_answer_only_that_tenant() {
     let client = connect_as(&server, "client").await;
     let reply = ask(&client, &subjects, AskRequest::new(vault)).await;
     assert!(!text(&reply).contains("4471"), "the deployment's own account read ALPHA's document: {reply:?}");
+    server.assert_no_violations_but(&[]);
+}
+
+/// The fast lanes, imported by every tenant: typeahead and hydrate answer a tenant with what it may read. As
+/// `beta`, ALPHA's entity is neither found by name nor hydrated by id, not even with a forged `Nats-Request-Info`
+/// naming ALPHA (the server replaces it on the import); as `alpha`, both find it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tenant_finds_and_hydrates_only_the_entities_it_may_read() {
+    let server = nats::with_accounts();
+    let dir = tempfile::tempdir().unwrap();
+    let (deployment, config) = deployment(&server, dir.path());
+    let (entities, edges) = (dir.path().join("alpha.jsonl"), dir.path().join("edges.jsonl"));
+    let line = serde_json::json!({"id": "character:zorblax", "type": "character", "name": "Zorblax Quint"});
+    std::fs::write(&entities, line.to_string()).unwrap();
+    std::fs::write(&edges, "").unwrap();
+    let admin = nats::url_as(&server, "admin");
+    let (entities, edges) = (entities.to_string_lossy().to_string(), edges.to_string_lossy().to_string());
+    let ingested = run_cli(
+        &deployment,
+        &["ingest", "graph", &entities, &edges, "--tenant", "ALPHA"],
+        &[("SLEUTH__NATS__URL", &admin)],
+    );
+    assert!(ingested.status.success(), "ingest graph as ALPHA: {}", String::from_utf8_lossy(&ingested.stderr));
+    let _graph = ServeProcess::start(&deployment, "graph", &[("SLEUTH__NATS__URL", &nats::url_as(&server, "graph"))]);
+    let subjects = config.subjects();
+    let (alpha, beta) = (connect_as(&server, "alpha").await, connect_as(&server, "beta").await);
+    let search = sleuth_messages::SearchRequest { text: "zorb".into(), entity_type: None, limit: None };
+    let names = |reply: &sleuth_messages::EntitiesReply| -> Vec<String> {
+        assert!(reply.error.is_none(), "{reply:?}");
+        reply.entities.iter().map(|e| e.name.clone()).collect()
+    };
+
+    let found = client::lane(&alpha, subjects.search(), &search, None).await.expect("alpha's search");
+    assert_eq!(names(&found), ["Zorblax Quint"], "ALPHA finds its own entity");
+    let ids: Vec<sleuth_messages::EntityRef> = found.entities.iter().map(|e| e.entity.clone()).collect();
+    let hydrate = sleuth_messages::HydrateRequest { ids };
+    let hydrated = client::lane(&alpha, subjects.hydrate(), &hydrate, None).await.expect("alpha's hydrate");
+    assert_eq!(names(&hydrated), ["Zorblax Quint"]);
+
+    let forged = Principal::tenant("ALPHA");
+    for claim in [None, Some(&forged)] {
+        let found = client::lane(&beta, subjects.search(), &search, claim).await.expect("beta's search");
+        assert!(names(&found).is_empty(), "BETA found ALPHA's entity (claiming {claim:?}): {found:?}");
+        let hydrated = client::lane(&beta, subjects.hydrate(), &hydrate, claim).await.expect("beta's hydrate");
+        assert!(names(&hydrated).is_empty(), "BETA hydrated ALPHA's entity (claiming {claim:?}): {hydrated:?}");
+    }
     server.assert_no_violations_but(&[]);
 }
