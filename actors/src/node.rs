@@ -280,6 +280,9 @@ impl Node {
             ActorStatus::Stopping | ActorStatus::Stopped => Err("the stage supervisors stopped".into()),
             _ => Ok(()),
         });
+        // A worker that hangs on one delivery (a call that never returns) holds a slot the supervisor cannot see.
+        let (held, hung_after) = (ctx.clone(), Duration::from_millis(ctx.config.stages.hung_after_ms));
+        health.add_vital(move || held.drain.hung(hung_after));
         Ok(Node {
             ctx,
             health,

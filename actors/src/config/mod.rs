@@ -179,6 +179,12 @@ impl Config {
         if self.stages.workers == 0 {
             return bad("stages.workers", "must be at least 1");
         }
+        if self.stages.hung_after_ms <= self.loop_.max_timeout_ms {
+            return bad(
+                "stages.hung_after_ms",
+                "must be longer than loop.max_timeout_ms, the longest a request may run",
+            );
+        }
         let l = &self.loop_;
         if l.max_turns_standard == 0 || l.max_turns_standard > l.max_turns_deep {
             return bad("loop.max_turns_*", "must satisfy 1 <= standard <= deep");
@@ -349,6 +355,13 @@ mod tests {
         let mut c = Config::default();
         c.database.reader_role = Some("sleuth_reader_2".into());
         c.validate().unwrap();
+    }
+
+    #[test]
+    fn a_worker_counts_as_hung_only_past_the_longest_request() {
+        let mut c = Config::default();
+        c.stages.hung_after_ms = c.loop_.max_timeout_ms;
+        assert!(c.validate().unwrap_err().to_string().contains("stages.hung_after_ms"));
     }
 
     #[test]

@@ -11,11 +11,15 @@ pub struct StagesConfig {
     /// On SIGTERM, how long the deliveries in hand may take to finish before the process exits anyway (what is
     /// unfinished is redelivered to another replica). Keep it under the orchestrator's grace period.
     pub shutdown_grace_ms: u64,
+    /// A delivery in hand this long means its worker hangs: `/healthz` fails, so the orchestrator restarts the
+    /// process (and the delivery goes to another replica). Keep it over `loop.max_timeout_ms`, the longest a
+    /// request's calls may take.
+    pub hung_after_ms: u64,
 }
 
 impl Default for StagesConfig {
     fn default() -> Self {
-        StagesConfig { workers: 2, shutdown_grace_ms: 20_000 }
+        StagesConfig { workers: 2, shutdown_grace_ms: 20_000, hung_after_ms: 600_000 }
     }
 }
 

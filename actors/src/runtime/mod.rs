@@ -65,31 +65,60 @@ pub struct NodeContext {
     pub quotas: Arc<quota::Quotas>,
 }
 
-/// Graceful shutdown: the signal to stop taking work, and how many deliveries are still being handled.
+/// Graceful shutdown: the signal to stop taking work, and the deliveries still being handled, each with the
+/// moment its handling began (so that `/healthz` can tell a worker that hangs on one).
 #[derive(Debug, Default)]
 pub struct Drain {
     pub stopping: tokio_util::sync::CancellationToken,
-    busy: Arc<std::sync::atomic::AtomicUsize>,
+    busy: Arc<std::sync::Mutex<InFlight>>,
+}
+
+#[derive(Debug, Default)]
+struct InFlight {
+    next: u64,
+    since: std::collections::BTreeMap<u64, tokio::time::Instant>,
 }
 
 /// Counts one delivery being handled, for as long as it lives (a panic included).
-pub struct Busy(Arc<std::sync::atomic::AtomicUsize>);
+pub struct Busy(Arc<std::sync::Mutex<InFlight>>, u64);
 
 impl Drop for Busy {
     fn drop(&mut self) {
-        self.0.fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
+        self.0.lock().unwrap_or_else(|e| e.into_inner()).since.remove(&self.1);
     }
 }
 
 impl Drain {
     pub fn busy(&self) -> Busy {
-        self.busy.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-        Busy(self.busy.clone())
+        let mut busy = self.busy.lock().unwrap_or_else(|e| e.into_inner());
+        let id = busy.next;
+        busy.next += 1;
+        busy.since.insert(id, tokio::time::Instant::now());
+        Busy(self.busy.clone(), id)
     }
 
     /// Deliveries being handled right now.
     pub fn in_flight(&self) -> usize {
-        self.busy.load(std::sync::atomic::Ordering::SeqCst)
+        self.busy.lock().unwrap_or_else(|e| e.into_inner()).since.len()
+    }
+
+    /// How long the delivery handled longest has been in hand, if any is.
+    pub fn longest_in_flight(&self) -> Option<std::time::Duration> {
+        let busy = self.busy.lock().unwrap_or_else(|e| e.into_inner());
+        busy.since.values().min().map(|since| since.elapsed())
+    }
+
+    /// `/healthz`'s view: a delivery in hand for longer than `limit` means a worker hangs (every call a stage
+    /// makes is bounded by the request's deadline, at most `loop.max_timeout_ms`), and only a restart frees it.
+    pub fn hung(&self, limit: std::time::Duration) -> Result<(), String> {
+        match self.longest_in_flight() {
+            Some(held) if held > limit => Err(format!(
+                "a worker has held one delivery for {} s, over stages.hung_after_ms ({} s)",
+                held.as_secs(),
+                limit.as_secs()
+            )),
+            _ => Ok(()),
+        }
     }
 }
 

@@ -188,3 +188,25 @@ async fn a_worker_panicking_on_every_delivery_is_dead_lettered() {
     );
     assert_eq!(h.ctx.stats.get(Stage::Grader, Counter::DeadLetters), 1);
 }
+
+/// `/healthz`'s hung-worker check: a delivery in hand past `stages.hung_after_ms` makes the process stuck, and
+/// the check clears once that delivery is let go (a worker that finishes slow work is not hung).
+#[tokio::test(start_paused = true)]
+async fn a_delivery_held_past_hung_after_makes_the_process_stuck() {
+    use std::time::Duration;
+    let drain = super::Drain::default();
+    let limit = Duration::from_secs(600);
+    assert_eq!(drain.hung(limit), Ok(()), "nothing in hand");
+    let first = drain.busy();
+    tokio::time::advance(Duration::from_secs(300)).await;
+    let second = drain.busy();
+    assert_eq!(drain.hung(limit), Ok(()));
+    tokio::time::advance(Duration::from_secs(301)).await;
+    let why = drain.hung(limit).expect_err("the first delivery has been held 601 s");
+    assert!(why.contains("601 s") && why.contains("stages.hung_after_ms"), "{why}");
+    drop(first);
+    assert_eq!(drain.hung(limit), Ok(()), "the second has been held 301 s");
+    assert_eq!(drain.in_flight(), 1);
+    drop(second);
+    assert_eq!((drain.in_flight(), drain.longest_in_flight()), (0, None));
+}
