@@ -150,6 +150,7 @@ pub async fn setup(config: &Config) -> anyhow::Result<String> {
     crate::store::bucket::KvBucket::open(js, &subjects.conversations_bucket(), conversations, replicas, description)
         .await?;
     IndexGeneration::on_nats(js, &subjects, replicas).await?;
+    crate::runtime::quota::Quotas::on_nats(js, &subjects, replicas).await?;
     // An existing stream keeps the replicas it was created with: a deployment moved to a cluster would go on
     // running on one copy while believing it has three.
     let streams = [
@@ -159,6 +160,7 @@ pub async fn setup(config: &Config) -> anyhow::Result<String> {
         format!("KV_{}", subjects.loops_bucket()),
         format!("KV_{}", subjects.conversations_bucket()),
         format!("KV_{}", subjects.meta_bucket()),
+        format!("KV_{}", subjects.quotas_bucket()),
     ];
     for name in streams {
         let mut stream = js.get_stream(&name).await.with_context(|| format!("cannot read stream {name}"))?;
@@ -170,7 +172,7 @@ pub async fn setup(config: &Config) -> anyhow::Result<String> {
         );
     }
     let nats = format!(
-        "streams {}, {} and {}, consumers {}, buckets {}, {} and {}: ready ({replicas} replica(s) each)",
+        "streams {}, {} and {}, consumers {}, buckets {}, {}, {} and {}: ready ({replicas} replica(s) each)",
         subjects.work_stream(),
         subjects.events_stream(),
         subjects.dead_stream(),
@@ -178,6 +180,7 @@ pub async fn setup(config: &Config) -> anyhow::Result<String> {
         subjects.loops_bucket(),
         subjects.conversations_bucket(),
         subjects.meta_bucket(),
+        subjects.quotas_bucket(),
     );
     // The graph's schema, as its owner, so that serving processes may run on a role that only reads it.
     match &config.database.url {

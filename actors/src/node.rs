@@ -24,7 +24,9 @@ use crate::{
     llm::{LlmAgent, LlmClient},
     retrieval::{Retriever, cache::RetrievalCache},
     runtime::{
-        Cancellations, NodeContext, Stats, cancel, dead_letters, endpoint, intake, ready, startup,
+        Cancellations, NodeContext, Stats, cancel, dead_letters, endpoint, intake,
+        quota::Quotas,
+        ready, startup,
         supervisor::{NodeMsg, NodeSupervisor, Pool, StageArgs},
         watchdog,
         worker::WorkerArgs,
@@ -188,6 +190,12 @@ impl Node {
             "sleuth conversations, one key per conversation_id",
         )
         .await?;
+        // Tenants' limits hold for the deployment: every intake replica counts in one bucket.
+        let quotas = if stages.contains(&Stage::Intake) {
+            Quotas::on_nats(js, &subjects, config.nats.replicas).await?
+        } else {
+            Quotas::default()
+        };
         let agents =
             stages.iter().any(|s| matches!(s, Stage::Intake | Stage::Planner | Stage::Grader | Stage::Synthesizer));
         let llm = if agents { llm_agent(&config)? } else { None };
@@ -198,7 +206,7 @@ impl Node {
             generation: Arc::new(IndexGeneration::on_nats(js, &subjects, config.nats.replicas).await?),
             rewriter: if stages.contains(&Stage::Intake) { llm.clone() } else { None },
             admission: Arc::new(crate::runtime::admission::Admission::new(config.intake.admission_min_backlog)),
-            quotas: Default::default(),
+            quotas: Arc::new(quotas),
             subjects,
             config,
             bus,

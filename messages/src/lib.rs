@@ -20,6 +20,7 @@ pub mod lookup;
 pub mod loop_state;
 pub mod plan;
 pub mod principal;
+pub mod quota;
 pub mod report;
 pub mod response;
 pub mod result;
@@ -41,6 +42,7 @@ pub use loop_state::{
 };
 pub use plan::PlannerState;
 pub use principal::{Principal, REQUEST_INFO_HEADER};
+pub use quota::{RateBucket, TenantUsage, UnderWay};
 pub use report::{CheckOutcome, SufficiencyReport};
 pub use response::{AgentResponse, AnswerKind, Citation, ShortAnswer, TerminationReason};
 pub use result::{CacheStats, GraphPath, GraphResult, Hit, RetrievalResult};

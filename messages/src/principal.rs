@@ -58,8 +58,9 @@ impl Principal {
     }
 }
 
-/// An account or user name as nats-server allows it in a config, kept to characters that are safe in a KV key.
-fn valid_name(name: &str) -> bool {
+/// An account or user name as nats-server allows it in a config, kept to characters that are safe in a KV key
+/// and as one subject token.
+pub(crate) fn valid_name(name: &str) -> bool {
     !name.is_empty()
         && name.chars().count() <= MAX_NAME_CHARS
         && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')

@@ -12,6 +12,7 @@ pub const DEAD_STREAM: &str = "SLEUTH_DEAD";
 pub const LOOPS_BUCKET: &str = "sleuth_loops";
 pub const CONVERSATIONS_BUCKET: &str = "sleuth_conversations";
 pub const META_BUCKET: &str = "sleuth_meta";
+pub const QUOTAS_BUCKET: &str = "sleuth_quotas";
 
 /// Names for one deployment. Tests use a unique prefix and suffix so they can share a server.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -55,6 +56,13 @@ impl Subjects {
     }
     pub fn events_all(&self) -> String {
         format!("{}.events.>", self.prefix)
+    }
+    /// A tenant's copy of its request's events, `<prefix>.tenant.<TENANT>.events.<request_id>`: sleuth's account
+    /// exports each tenant's to that tenant alone, which imports it as `<prefix>.events.>`, so its clients follow
+    /// their requests on the same subjects as the deployment's own. `None` for a name that is not one subject
+    /// token (a gateway key's tenant may be named anything), which gets no copy.
+    pub fn tenant_events(&self, tenant: &str, request_id: Uuid) -> Option<String> {
+        crate::principal::valid_name(tenant).then(|| format!("{}.tenant.{tenant}.events.{request_id}", self.prefix))
     }
     pub fn cancel(&self, request_id: Uuid) -> String {
         format!("{}.cancel.{}", self.prefix, request_id)
@@ -104,6 +112,10 @@ impl Subjects {
     pub fn meta_bucket(&self) -> String {
         format!("{META_BUCKET}{}", self.suffix)
     }
+    /// Each tenant's requests under way and spending, shared by the intake replicas (`TenantUsage`).
+    pub fn quotas_bucket(&self) -> String {
+        format!("{QUOTAS_BUCKET}{}", self.suffix)
+    }
     pub fn consumer(&self, stage: Stage) -> String {
         format!("sleuth_{stage}{}", self.suffix)
     }
@@ -125,6 +137,11 @@ mod tests {
         assert_eq!(s.loops_bucket(), "sleuth_loops");
         assert_eq!(s.conversations_bucket(), "sleuth_conversations");
         assert_eq!(s.meta_bucket(), "sleuth_meta");
+        assert_eq!(s.quotas_bucket(), "sleuth_quotas");
+        assert_eq!(s.tenant_events("ALPHA", id), Some(format!("sleuth.v1.tenant.ALPHA.events.{id}")));
+        for bad in ["", "A.B", "A*", "A>", "A B"] {
+            assert_eq!(s.tenant_events(bad, id), None, "{bad:?}");
+        }
         assert_eq!(s.cancel(id), format!("sleuth.v1.cancel.{id}"));
         assert_eq!(s.deadline(id), format!("sleuth.v1.work.watchdog.{id}"));
         assert_eq!(s.watchdog_consumer(), "sleuth_watchdog");

@@ -12,7 +12,7 @@ use std::{
 
 use async_trait::async_trait;
 use futures::{StreamExt, stream::BoxStream};
-use sleuth_messages::{AskReply, Envelope, Event, ReplyTo, Stage, WorkItem};
+use sleuth_messages::{AskReply, Envelope, Event, Principal, ReplyTo, Stage, WorkItem};
 use tokio::sync::{Mutex, broadcast, mpsc};
 use uuid::Uuid;
 
@@ -140,7 +140,12 @@ impl Bus for MemoryBus {
         Ok(())
     }
 
-    async fn publish_event(&self, event: &Event, _trace: &TraceHeaders) -> Result<(), BusError> {
+    async fn publish_event(
+        &self,
+        event: &Event,
+        _owner: Option<&Principal>,
+        _trace: &TraceHeaders,
+    ) -> Result<(), BusError> {
         if self.first_sighting(event.msg_id()) {
             let mut guard = self.history.lock().expect("history poisoned");
             let (events, order) = &mut *guard;

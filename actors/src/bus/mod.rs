@@ -10,7 +10,7 @@ use std::{sync::Arc, time::Duration};
 
 use async_trait::async_trait;
 use futures::stream::BoxStream;
-use sleuth_messages::{AskReply, Envelope, Event, ReplyTo, Stage, WorkItem};
+use sleuth_messages::{AskReply, Envelope, Event, Principal, ReplyTo, Stage, WorkItem};
 use uuid::Uuid;
 
 use crate::telemetry::TraceHeaders;
@@ -99,8 +99,14 @@ pub trait DeadlineQueue: Send + Sync {
 pub trait Bus: Send + Sync + 'static {
     /// Publishes work, de-duplicated by [`WorkItem::msg_id`], with the trace context of its publishing span.
     async fn publish_work(&self, item: &WorkItem, trace: &TraceHeaders) -> Result<(), BusError>;
-    /// Publishes an event, de-duplicated by [`Event::msg_id`].
-    async fn publish_event(&self, event: &Event, trace: &TraceHeaders) -> Result<(), BusError>;
+    /// Publishes an event, de-duplicated by [`Event::msg_id`]. Over NATS, the event of a tenant's request (`owner`)
+    /// also goes to that tenant's own events subject ([`sleuth_messages::subjects::Subjects::tenant_events`]).
+    async fn publish_event(
+        &self,
+        event: &Event,
+        owner: Option<&Principal>,
+        trace: &TraceHeaders,
+    ) -> Result<(), BusError>;
     /// Sends the final answer to the requester's inbox, in the request's encoding.
     async fn reply(&self, to: &ReplyTo, reply: &AskReply, trace: &TraceHeaders) -> Result<(), BusError>;
     async fn work_queue(&self, stage: Stage) -> Result<Arc<dyn WorkQueue>, BusError>;

@@ -17,7 +17,9 @@ use async_nats::{
 use async_trait::async_trait;
 use bytes::Bytes;
 use futures::{StreamExt, stream::BoxStream};
-use sleuth_messages::{AskReply, Encoding, Envelope, Event, ReplyTo, Stage, WorkItem, codec, subjects::Subjects};
+use sleuth_messages::{
+    AskReply, Encoding, Envelope, Event, Principal, ReplyTo, Stage, WorkItem, codec, subjects::Subjects,
+};
 use tokio::sync::{Mutex, mpsc};
 use uuid::Uuid;
 
@@ -181,8 +183,22 @@ impl Bus for NatsBus {
         self.publish(self.subjects.work(item.stage, item.envelope.request_id), item.msg_id(), payload, trace).await
     }
 
-    async fn publish_event(&self, event: &Event, trace: &TraceHeaders) -> Result<(), BusError> {
+    async fn publish_event(
+        &self,
+        event: &Event,
+        owner: Option<&Principal>,
+        trace: &TraceHeaders,
+    ) -> Result<(), BusError> {
         let payload = codec::encode(event, Encoding::MsgPack).map_err(|e| BusError::Encode(e.to_string()))?;
+        // The tenant's copy first, on core NATS: its account has no JetStream, so it follows the live events (a
+        // redelivery may send one again; clients show each event once). Sent before the stream's copy, whose ack
+        // the hop waits for, so the copy is on its way when the hop acks its delivery.
+        if let Some(subject) = owner.and_then(|p| self.subjects.tenant_events(&p.tenant, event.request_id)) {
+            let mut headers = HeaderMap::new();
+            trace.to_nats(&mut headers);
+            let copy = Bytes::from(payload.clone());
+            self.client.publish_with_headers(subject, headers, copy).await.map_err(unavailable)?;
+        }
         self.publish(self.subjects.events(event.request_id), event.msg_id(), payload, trace).await
     }
 

@@ -21,8 +21,8 @@ pub struct TenantsConfig {
     pub groups: BTreeMap<String, Vec<String>>,
 }
 
-/// What one tenant may ask of one intake process. Intake replicas do not share counts: with R replicas behind
-/// the queue group a tenant may have up to R times these, so divide by R for a deployment-wide figure.
+/// What one tenant may ask of the deployment. Every intake replica counts in the same `sleuth_quotas` bucket
+/// (`runtime/quota.rs`), so these hold however many replicas admit the tenant's requests.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct TenantLimits {

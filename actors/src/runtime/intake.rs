@@ -235,7 +235,7 @@ async fn accept(
         Err(e) => {
             // Never stored, so never under way: its tenant's slot is free again.
             if let Some(p) = &state.owner {
-                ctx.quotas.release(p, request_id);
+                ctx.quotas.release(p, request_id).await;
             }
             return Err(ErrorResponse::new(ErrorKind::Unavailable, format!("cannot store loop state: {e}"))
                 .for_request(request_id));

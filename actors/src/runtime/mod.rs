@@ -173,7 +173,7 @@ pub async fn publish_all(
     let publishes = machine::next_messages(state, by).into_iter().map(|out| async move {
         match out {
             Outbound::Work(item) => ctx.bus.publish_work(&item, trace).await,
-            Outbound::Event(event) => ctx.bus.publish_event(&event, trace).await,
+            Outbound::Event(event) => ctx.bus.publish_event(&event, state.owner.as_ref(), trace).await,
             Outbound::Deadline(envelope) => ctx.bus.publish_deadline(&envelope, trace).await,
             Outbound::Reply(to, reply) if replies => {
                 // A lost reply is not fatal: the final event holds the same answer.

@@ -12,6 +12,7 @@ use crate::{
     intent::{EntityRef, EntityType, GraphIntent, GraphLimits, GraphQueryType, SearchIntent},
     loop_state::{ActionOutcome, ActionResult, Caps, Card, Counters, LlmSpend, LoopState, Outcome, Phase, TurnRecord},
     principal::Principal,
+    quota::{RateBucket, TenantUsage, UnderWay, usage_key},
     report::SufficiencyReport,
     response::{AgentResponse, AnswerKind, Citation, ShortAnswer, TerminationReason},
     result::{GraphPath, GraphResult, Hit, RetrievalResult},
@@ -518,4 +519,37 @@ fn principal_golden_bytes_do_not_drift() {
         let bytes = encode(&state, encoding).unwrap();
         assert_eq!(decode::<LoopState>(&bytes).unwrap().0, state);
     }
+}
+
+#[test]
+fn tenant_usage_golden_bytes_do_not_drift() {
+    let hex =
+        |u: &TenantUsage| encode(u, Encoding::MsgPack).unwrap().iter().map(|b| format!("{b:02x}")).collect::<String>();
+    let usage = TenantUsage {
+        under_way: vec![UnderWay { request_id: Uuid::nil(), deadline_ms: 7 }],
+        rate: Some(RateBucket { held: 1.5, at_ms: 2 }),
+        day: 3,
+        tokens: 4,
+    };
+    assert_eq!(hex(&usage), GOLDEN_TENANT_USAGE);
+    assert_eq!(decode::<TenantUsage>(&encode(&usage, Encoding::MsgPack).unwrap()).unwrap().0, usage);
+    assert_eq!(hex(&TenantUsage::default()), GOLDEN_TENANT_USAGE_EMPTY);
+    assert_eq!(decode::<TenantUsage>(b"{}").unwrap().0, TenantUsage::default(), "every field has a default");
+    let nan = br#"{"rate":{"held":1e999,"at_ms":0}}"#;
+    assert!(decode::<TenantUsage>(nan).is_err(), "a non-finite bucket is malformed");
+}
+
+// Cross-checked with Python's msgpack: packb({"under_way": [{"request_id": bytes(16), "deadline_ms": 7}],
+// "rate": {"held": 1.5, "at_ms": 2}, "day": 3, "tokens": 4}, use_bin_type=True), and the empty one without "rate".
+const GOLDEN_TENANT_USAGE: &str = "84a9756e6465725f7761799182aa726571756573745f6964c41000000000000000000000000000000000ab646561646c696e655f6d7307a47261746582a468656c64cb3ff8000000000000a561745f6d7302a364617903a6746f6b656e7304";
+const GOLDEN_TENANT_USAGE_EMPTY: &str = "83a9756e6465725f77617990a364617900a6746f6b656e7300";
+
+#[test]
+fn a_tenant_usage_key_is_the_name_or_its_hex_and_never_another_tenants() {
+    assert_eq!(usage_key("ALPHA"), "ALPHA");
+    assert_eq!(usage_key("team_b-2"), "team_b-2");
+    assert_eq!(usage_key("a.b"), "x.612e62");
+    assert_eq!(usage_key("a>"), "x.613e");
+    assert_eq!(usage_key(""), "x.");
+    assert_ne!(usage_key("x.612e62"), usage_key("a.b"), "a name that looks encoded is encoded itself");
 }

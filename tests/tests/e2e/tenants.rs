@@ -1,5 +1,5 @@
 //! Tenants on one deployment, as `deploy/nats/accounts.conf` defines them: ALPHA and BETA are NATS accounts that
-//! import `sleuth.v1.ask` and `sleuth.v1.cancel.*`. As `beta`, every attack on `alpha`'s requests fails (reading
+//! import `sleuth.v1.ask`, `sleuth.v1.cancel.*`, the fast lanes and their own requests' events. As `beta`, every attack on `alpha`'s requests fails (reading
 //! its replies or events, cancelling it, re-sending its request id, aiming a reply at its state, claiming to be
 //! ALPHA, sharing its conversation id, asking what only ALPHA's documents answer), while `alpha`'s own requests
 //! keep working.
@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use futures::StreamExt;
 use sleuth_actors::{client, config::Config};
 use sleuth_messages::{
-    AskReply, AskRequest, Conversation, ErrorKind, Outcome, Phase, Principal, TerminationReason, codec,
+    AskReply, AskRequest, Conversation, ErrorKind, EventKind, Outcome, Phase, Principal, TerminationReason, codec,
     subjects::Subjects,
 };
 use sleuth_tests::{nats, process::*, stored_state};
@@ -144,8 +144,16 @@ async fn a_tenant_sees_nothing_of_another_tenants_requests() {
     let id = uuid::Uuid::now_v7();
     let conversation = Some("shared-name".to_string());
     let first = AskRequest { request_id: Some(id), conversation_id: conversation.clone(), ..AskRequest::new(QUESTION) };
-    let reply = ask(&alpha, &subjects, first).await;
+    let mut kinds = Vec::new();
+    let reply = {
+        let mut on_event = |e: &sleuth_messages::Event| kinds.push(e.kind);
+        let timeout = Duration::from_secs(60);
+        client::ask_with(&alpha, &subjects, first, timeout, Some(&mut on_event), &Default::default()).await.unwrap()
+    };
     assert!(matches!(reply.outcome, Outcome::Answer(_)), "{reply:?}");
+    // ALPHA follows its own request's progress: its events export, imported as sleuth.v1.events.> (the final
+    // event is also made from the reply, so the earlier ones are what crossed the import).
+    assert!(kinds.contains(&EventKind::Accepted) && kinds.contains(&EventKind::Planned), "{kinds:?}");
     let done = state_of(&config, id).await;
     assert_eq!(done.owner, Some(Principal::tenant("ALPHA")));
 
@@ -269,6 +277,42 @@ async fn a_tenant_at_its_limit_is_refused_with_limited_while_another_is_not() {
         let reply = tokio::time::timeout(Duration::from_secs(5), asked).await.expect("cancelled within 5 s").unwrap();
         assert!(matches!(reply.outcome, Outcome::Answer(_)), "{reply:?}");
     }
+    server.assert_no_violations_but(&[]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_intake_replicas_hold_a_tenant_to_one_limit() {
+    let server = nats::with_accounts();
+    let dir = tempfile::tempdir().unwrap();
+    let (deployment, config) = deployment(&server, dir.path());
+    let limit = ("SLEUTH__TENANTS__OVERRIDES__BETA__MAX_UNDER_WAY", "1");
+    let _stages = planner_holds_work(&server, &deployment, &[limit]);
+    // A second intake replica in the same queue group, as the deploy files' intake user.
+    let intake = nats::url_as(&server, "intake");
+    let _second = ServeProcess::start(&deployment, "intake", &[("SLEUTH__NATS__URL", intake.as_str()), limit]);
+    let subjects = config.subjects();
+    let beta = connect_as(&server, "beta").await;
+
+    let first = uuid::Uuid::now_v7();
+    let held = {
+        let (beta, subjects) = (beta.clone(), subjects.clone());
+        let request = AskRequest { request_id: Some(first), ..AskRequest::new(QUESTION) };
+        tokio::spawn(async move { ask(&beta, &subjects, request).await })
+    };
+    state_of(&config, first).await;
+    // nats-server hands each ask to either replica at random: counting apart, the one that admitted nothing would
+    // take about half of these (all eight on one replica: 1 in 256).
+    // A refusal is immediate; an admitted request would sit 20 s at the planner.
+    let (within, trace) = (Duration::from_secs(5), Default::default());
+    for attempt in 0..8 {
+        let asked = client::ask_with(&beta, &subjects, AskRequest::new(QUESTION), within, None, &trace);
+        let refused = asked.await.unwrap_or_else(|e| panic!("ask {attempt} was admitted, not refused: {e:#}"));
+        assert_eq!(error_kind(&refused), Some(ErrorKind::Limited), "ask {attempt}: {refused:?}");
+    }
+    beta.publish(subjects.cancel(first), "".into()).await.unwrap();
+    beta.flush().await.unwrap();
+    let ended = tokio::time::timeout(Duration::from_secs(5), held).await.expect("cancelled within 5 s").unwrap();
+    assert!(matches!(ended.outcome, Outcome::Answer(_)), "{ended:?}");
     server.assert_no_violations_but(&[]);
 }
 
