@@ -101,6 +101,15 @@ pub enum Command {
         #[arg(long)]
         no_load: bool,
     },
+    /// How cost grows with the corpus: generate PASSAGES synthetic passages with a planted two-hop chain per
+    /// question, ingest them into a fresh index under the data directory, ask the questions through the loop and
+    /// as a single pass, and print ingest rate, index size, peak RSS, latency and perfect@8 as JSON
+    BenchCorpus {
+        #[arg(long, default_value_t = 10_000)]
+        passages: usize,
+        #[arg(long, default_value_t = 50)]
+        questions: usize,
+    },
     /// Typeahead over the entity graph: names and aliases by prefix (and trigram similarity on Postgres),
     /// most popular first. Never enters the loop.
     Search {
@@ -347,6 +356,10 @@ async fn command(command: Command, config: Config) -> anyhow::Result<ExitCode> {
             let store = graph::open(&config).await?;
             let bounds = (&config.graph).into();
             print!("{}", graph::bench::run(store.as_ref(), edges, queries, !no_load, bounds).await?);
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::BenchCorpus { passages, questions } => {
+            println!("{}", serde_json::to_string(&bench::corpus::run(config, passages, questions).await?)?);
             Ok(ExitCode::SUCCESS)
         }
         Command::Search { text, entity_type, limit, json, tenant } => {

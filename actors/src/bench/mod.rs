@@ -1,6 +1,7 @@
 //! `sleuth bench`: sends questions through the pipeline (embedded, or the cluster when a NATS URL is set) with
 //! bounded concurrency and reports latency percentiles. It measures; it never fails on timing.
 
+pub mod corpus;
 pub mod null_work;
 
 use std::{

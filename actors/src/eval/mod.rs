@@ -206,6 +206,32 @@ pub async fn run(
             format!("loop ({agents}), {routing}; {}", retriever.describe())
         }
     };
+    let (scored, mut embedding) = score(&node, &retriever, questions, single_pass).await?;
+    let mode = match embedding.is_empty() {
+        true => mode,
+        false => {
+            embedding.sort();
+            let p50 = embedding[(embedding.len() - 1) / 2].as_secs_f64() * 1000.0;
+            format!("{mode}; latency is the search alone, the query embedding (p50 {p50:.1} ms) timed apart")
+        }
+    };
+    let mode = match node.cache.as_ref().map(|c| c.stats()) {
+        Some(c) => format!("{mode}; retrieval cache {} hits, {} misses", c.hits, c.misses),
+        None => mode,
+    };
+    node.shutdown().await;
+    Ok((scored, mode))
+}
+
+/// Asks each question of `node` (the loop) or searches `retriever` once (a single pass), and scores what came
+/// back. Also returns, for a single pass with an embedding model, the time each query's vector took (the search's
+/// latency leaves it out).
+pub async fn score(
+    node: &Node,
+    retriever: &Retriever,
+    questions: Vec<Question>,
+    single_pass: bool,
+) -> anyhow::Result<(Vec<Scored>, Vec<Duration>)> {
     let mut scored = Vec::with_capacity(questions.len());
     let mut embedding = Vec::new();
     for question in questions {
@@ -255,20 +281,7 @@ pub async fn run(
             llm,
         });
     }
-    let mode = match embedding.is_empty() {
-        true => mode,
-        false => {
-            embedding.sort();
-            let p50 = embedding[(embedding.len() - 1) / 2].as_secs_f64() * 1000.0;
-            format!("{mode}; latency is the search alone, the query embedding (p50 {p50:.1} ms) timed apart")
-        }
-    };
-    let mode = match node.cache.as_ref().map(|c| c.stats()) {
-        Some(c) => format!("{mode}; retrieval cache {} hits, {} misses", c.hits, c.misses),
-        None => mode,
-    };
-    node.shutdown().await;
-    Ok((scored, mode))
+    Ok((scored, embedding))
 }
 
 struct Row {
