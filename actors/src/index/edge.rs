@@ -1,13 +1,7 @@
 //! [`EdgeIndex`]: the embedded backend, Qdrant's engine in-process (qdrant-edge 0.7) with a named dense vector
 //! and a BM25 sparse vector per chunk, fused with RRF at query time.
 
-use std::{
-    path::Path,
-    sync::{
-        Arc,
-        atomic::{AtomicUsize, Ordering},
-    },
-};
+use std::{path::Path, sync::Arc};
 
 use anyhow::Context;
 use async_trait::async_trait;
@@ -31,10 +25,10 @@ pub struct EdgeIndex {
     /// Taken only by `Drop`.
     shard: Option<Arc<EdgeShard>>,
     dim: usize,
-    /// qdrant-edge's `flush` panics if an update runs at the same time, so writes and flushes take turns.
-    writes: Mutex<()>,
-    /// Points written since the segments were last optimized, and how many trigger it ([`OPTIMIZE_EVERY`]).
-    unoptimized: AtomicUsize,
+    /// qdrant-edge's `flush` panics if an update runs at the same time, so writes and flushes take turns. It holds
+    /// the points written since the segments were last optimized.
+    writes: Mutex<usize>,
+    /// How many written points trigger the optimizers ([`OPTIMIZE_EVERY`]).
     optimize_every: usize,
 }
 
@@ -207,13 +201,7 @@ impl EdgeIndex {
                 })))
                 .map_err(|e| anyhow::anyhow!("cannot create the payload index on {path}: {e}"))?;
         }
-        Ok(EdgeIndex {
-            shard: Some(Arc::new(shard)),
-            dim,
-            writes: Mutex::new(()),
-            unoptimized: AtomicUsize::new(0),
-            optimize_every: OPTIMIZE_EVERY,
-        })
+        Ok(EdgeIndex { shard: Some(Arc::new(shard)), dim, writes: Mutex::new(0), optimize_every: OPTIMIZE_EVERY })
     }
 
     async fn blocking<T: Send + 'static>(
@@ -285,11 +273,11 @@ impl VectorIndex for EdgeIndex {
         if points.is_empty() {
             return Ok(());
         }
-        let _guard = self.writes.lock().await;
-        let written = self.unoptimized.fetch_add(points.len(), Ordering::Relaxed) + points.len();
-        let optimize = written >= self.optimize_every;
+        let mut unoptimized = self.writes.lock().await;
+        *unoptimized += points.len();
+        let optimize = *unoptimized >= self.optimize_every;
         if optimize {
-            self.unoptimized.store(0, Ordering::Relaxed);
+            *unoptimized = 0;
         }
         self.blocking(move |shard| {
             Self::delete_docs_sync(shard, &doc_ids_of(&points))?;
