@@ -140,7 +140,7 @@ pub fn read_questions(path: &Path) -> anyhow::Result<Vec<Question>> {
                     .and_then(|v| v.as_array())
                     .with_context(|| format!("{}: missing \"gold_titles\"", at()))?
                     .iter()
-                    .filter_map(|t| t.as_str().map(str::to_string))
+                    .filter_map(|t| t.as_str().map(ingest::plain_title))
                     .collect(),
                 multihop: q.get("multihop").and_then(|v| v.as_bool()).unwrap_or(false),
                 answer: field("answer"),

@@ -85,6 +85,12 @@ impl std::fmt::Display for IngestSummary {
     }
 }
 
+/// A title as text: HTML entities decoded, as corpora exported from web pages write them ("Lilo &amp; Stitch",
+/// "Eddie &quot;The Eagle&quot; Edwards"), so citations, names and answers read "Lilo & Stitch".
+pub fn plain_title(raw: &str) -> String {
+    html_escape::decode_html_entities(raw).into_owned()
+}
+
 /// Parses JSONL text; errors name the source and line.
 pub fn parse_jsonl(source: &str, text: &str) -> anyhow::Result<Vec<Document>> {
     let mut docs = Vec::new();
@@ -102,7 +108,7 @@ pub fn parse_jsonl(source: &str, text: &str) -> anyhow::Result<Vec<Document>> {
             _ => bail!("{}: missing string field \"id\"", at()),
         };
         let text = field("text").with_context(|| format!("{}: missing string field \"text\"", at()))?;
-        let title = field("title").unwrap_or_else(|| id.clone());
+        let title = field("title").map_or_else(|| id.clone(), |t| plain_title(&t));
         let metadata = match value.get("metadata") {
             None | Some(serde_json::Value::Null) => JsonMap::new(),
             Some(serde_json::Value::Object(m)) => m.iter().map(|(k, v)| (k.clone(), v.clone())).collect(),
@@ -286,6 +292,13 @@ mod tests {
         let err = parse_jsonl("docs.jsonl", "{\"id\":\"a\",\"text\":\"x\"}\n{\"id\":\"b\"}\n").unwrap_err();
         assert!(err.to_string().contains("docs.jsonl:2"), "{err}");
         assert!(parse_jsonl("d", "not json").unwrap_err().to_string().contains("d:1"));
+    }
+
+    #[test]
+    fn a_title_s_html_entities_are_decoded() {
+        let line = r#"{"id":"a","title":"Eddie &quot;The Eagle&quot; Edwards &amp; Co","text":"x"}"#;
+        assert_eq!(parse_jsonl("d", line).unwrap()[0].title, "Eddie \"The Eagle\" Edwards & Co");
+        assert_eq!(plain_title("AT&T"), "AT&T", "a bare ampersand is left alone");
     }
 
     #[test]
