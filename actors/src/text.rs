@@ -49,6 +49,74 @@ pub fn stem(word: &str) -> &str {
     word
 }
 
+/// English irregular verbs, each past or participle form with its base: "became" and "become" are one verb, as
+/// are "wrote", "written" and "write". Regular forms are left to `stem`; forms that are also other words ("born",
+/// "found", "left") are left out.
+const IRREGULAR_VERBS: &[(&str, &str)] = &[
+    ("became", "become"),
+    ("began", "begin"),
+    ("begun", "begin"),
+    ("bought", "buy"),
+    ("brought", "bring"),
+    ("built", "build"),
+    ("came", "come"),
+    ("chose", "choose"),
+    ("chosen", "choose"),
+    ("did", "do"),
+    ("done", "do"),
+    ("drew", "draw"),
+    ("drawn", "draw"),
+    ("drove", "drive"),
+    ("driven", "drive"),
+    ("fell", "fall"),
+    ("fallen", "fall"),
+    ("fought", "fight"),
+    ("flew", "fly"),
+    ("flown", "fly"),
+    ("gave", "give"),
+    ("given", "give"),
+    ("went", "go"),
+    ("gone", "go"),
+    ("grew", "grow"),
+    ("grown", "grow"),
+    ("held", "hold"),
+    ("knew", "know"),
+    ("known", "know"),
+    ("led", "lead"),
+    ("lost", "lose"),
+    ("made", "make"),
+    ("met", "meet"),
+    ("paid", "pay"),
+    ("ran", "run"),
+    ("rose", "rise"),
+    ("risen", "rise"),
+    ("sang", "sing"),
+    ("sung", "sing"),
+    ("sold", "sell"),
+    ("sent", "send"),
+    ("shot", "shoot"),
+    ("spoke", "speak"),
+    ("spoken", "speak"),
+    ("stood", "stand"),
+    ("taught", "teach"),
+    ("took", "take"),
+    ("taken", "take"),
+    ("thought", "think"),
+    ("threw", "throw"),
+    ("thrown", "throw"),
+    ("won", "win"),
+    ("wore", "wear"),
+    ("worn", "wear"),
+    ("wrote", "write"),
+    ("written", "write"),
+];
+
+/// The base of an English verb form: an irregular past or participle gives its base ("became" gives "become"),
+/// any other word itself.
+pub fn verb_base(word: &str) -> &str {
+    IRREGULAR_VERBS.iter().find(|(form, _)| *form == word).map_or(word, |(_, base)| base)
+}
+
 /// Whether two lowercase words are one noun, singular or plural: "eye" and "eyes", "church" and "churches".
 pub fn same_noun(a: &str, b: &str) -> bool {
     // "-es" after a sibilant or an o ("churches", "boxes", "heroes"); "-s" otherwise ("eyes"), so "Jones" is not
@@ -327,6 +395,14 @@ mod tests {
         assert_eq!(stem("created"), stem("creator"));
         assert_eq!(stem("directed"), stem("director"));
         assert_eq!(stem("films"), stem("film"));
+    }
+
+    #[test]
+    fn irregular_verb_forms_have_their_base() {
+        assert_eq!(verb_base("became"), verb_base("become"));
+        assert_eq!(verb_base("written"), verb_base("wrote"));
+        assert_eq!(verb_base("write"), "write");
+        assert_eq!(verb_base("joined"), "joined", "a regular form is left to stem");
     }
 
     #[test]

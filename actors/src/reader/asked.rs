@@ -7,6 +7,7 @@ use std::sync::LazyLock;
 use regex::Regex;
 use sleuth_messages::AnswerKind;
 
+use super::descriptions::{AUXILIARIES, chain_descriptions};
 use crate::text;
 
 /// Which end of a comparison wins.
@@ -58,39 +59,6 @@ impl Asked {
     }
 }
 
-/// The describing nouns of a question, in order: a content word followed by "of", or the word after a
-/// possessive, each with the words after it that are neither function words nor part of a name.
-fn chain_descriptions(q: &str, name_words: &[String]) -> Vec<Vec<String>> {
-    let raw: Vec<&str> = q.split_whitespace().collect();
-    let bare = |w: &str| w.trim_matches(|c: char| !c.is_alphanumeric()).to_lowercase();
-    let mut out: Vec<Vec<String>> = Vec::new();
-    for (i, w) in raw.iter().enumerate() {
-        let word = bare(w);
-        let possessed = i > 0 && (raw[i - 1].ends_with("'s") || raw[i - 1].ends_with("’s"));
-        let described = raw.get(i + 1).is_some_and(|n| bare(n) == "of");
-        let content = !word.is_empty() && !text::is_stopword(&word) && !name_words.contains(&word);
-        if content && (described || possessed) {
-            let mut link = vec![word];
-            for next in &raw[i + 1..] {
-                let n = bare(next);
-                if n.is_empty() || text::is_stopword(&n) {
-                    continue;
-                }
-                if name_words.contains(&n) || next.chars().next().is_some_and(char::is_uppercase) {
-                    break;
-                }
-                if raw.get(i + 1).is_some_and(|x| bare(x) == "of") && link.len() < 3 {
-                    link.push(n);
-                } else {
-                    break;
-                }
-            }
-            out.push(link);
-        }
-    }
-    out
-}
-
 /// Verbs and nouns of working and studying: "Where did X study?" asks for a school, "where does X work" for an
 /// employer. An English vocabulary, not any data set's relation names.
 const INSTITUTION_CUES: &[&str] = &[
@@ -114,9 +82,6 @@ const INSTITUTION_CUES: &[&str] = &[
     "enrolled",
     "alma",
 ];
-
-const AUXILIARIES: &[&str] =
-    &["is", "are", "was", "were", "do", "does", "did", "has", "have", "had", "can", "could", "will", "would", "should"];
 
 /// Nouns that name places, dates and people; an English vocabulary, not any data set's relation names.
 const PLACE_NOUNS: &[&str] = &[
@@ -203,7 +168,8 @@ const PERSON_NOUNS: &[&str] = &[
     "minister",
 ];
 const NUMBER_CUES: &[&str] = &["how many", "how much", "how old", "how long", "how tall", "how far", "how large"];
-const NUMBER_NOUNS: &[&str] = &["number", "population", "percentage", "amount", "age", "size", "height", "length"];
+const NUMBER_NOUNS: &[&str] =
+    &["number", "population", "percentage", "amount", "age", "size", "height", "length", "code"];
 
 /// Words that say a comparison wants the earliest or smallest.
 const LEAST: &[&str] = &[
@@ -258,7 +224,10 @@ fn wh_noun_at(words: &[&str]) -> Option<usize> {
 /// The noun right after "what"/"which" (skipping an adjective or two is left to the caller's list lookups).
 fn wh_noun(lower: &str) -> Option<String> {
     let words: Vec<&str> = lower.split(|c: char| !c.is_alphanumeric()).filter(|w| !w.is_empty()).collect();
-    wh_noun_at(&words).map(|i| words[i].to_string())
+    let at = wh_noun_at(&words)?;
+    // "What area code …" asks for a code: a noun of amounts right after the asked noun heads the compound.
+    let head = words.get(at + 1).filter(|w| NUMBER_NOUNS.contains(*w)).map_or(at, |_| at + 1);
+    Some(words[head].to_string())
 }
 
 /// The first noun of a known kind among the few words after "what"/"which", past an adjective ("what was the
@@ -496,6 +465,8 @@ mod tests {
             ("Between Ann Lee and Bo Ek, which writer had a more diverse career?", AnswerKind::Choice),
             ("Ann Lee and Bo Ek were born a year apart. Which was born first?", AnswerKind::Choice),
             ("At the 2011 census, what was the total population of Lyon?", AnswerKind::Number),
+            ("What is the area code for Lyon in the country where Ada Lee died?", AnswerKind::Number),
+            ("What area is Lyon in?", AnswerKind::Place),
         ];
         for (question, kind) in cases {
             assert_eq!(asked(question).kind, *kind, "{question}");
@@ -527,6 +498,25 @@ mod tests {
         let c = asked("What is the date of death of the director of film Madame X?");
         assert_eq!(c.final_cues(1), ["date", "death"]);
         assert_eq!(c.final_cues(0), c.cues, "a question without links keeps every cue");
+    }
+
+    #[test]
+    fn a_relative_clause_describes_a_link_by_its_verb() {
+        let a = asked("When did the state where Ada Lee died become a republic?");
+        assert_eq!(a.links, [["died"]]);
+        assert_eq!(
+            a.final_cues(1),
+            ["state", "become", "republic"],
+            "the clause's noun names what the answer is about"
+        );
+        let b = asked("When was the company in which Bo Ek was employed founded?");
+        assert_eq!(b.final_cues(1), ["company", "founded"]);
+        assert!(asked("Where was Ada Lee born?").links.is_empty());
+        let c = asked("What body of water is near the city where Ada Lee died?");
+        assert_eq!(c.links, [["died"]], "the asked noun is not a link");
+        let d = asked("Ada Lee starred in a series that originally aired on what network?");
+        assert!(d.links.is_empty(), "a clause that holds the question word is the asked relation: {:?}", d.links);
+        assert_eq!(asked("Where is the city that Bo Ek originally founded?").links, [["founded"]]);
     }
 
     #[test]

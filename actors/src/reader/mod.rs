@@ -7,6 +7,7 @@
 pub mod asked;
 mod chain;
 mod compare;
+mod descriptions;
 mod fit;
 mod kin;
 pub mod spans;
@@ -60,9 +61,10 @@ pub fn candidates<'a>(question: &str, window: &[&'a Card], chain: &Chain, k: usi
     found
 }
 
-/// True when a sentence word matches a question word: the same stem, or one a prefix of the other.
+/// True when a sentence word matches a question word: the same stem or verb base ("became" and "become"), or one
+/// a prefix of the other.
 pub(crate) fn same_word(word: &str, cue: &str) -> bool {
-    if word == cue || text::stem(word) == text::stem(cue) {
+    if word == cue || text::stem(word) == text::stem(cue) || text::verb_base(word) == text::verb_base(cue) {
         return true;
     }
     let (short, long) = if word.len() < cue.len() { (word, cue) } else { (cue, word) };
@@ -401,7 +403,7 @@ fn extract<'a>(a: &Asked, question: &str, window: &[&'a Card], chain: &Chain, k:
                 {
                     counted = true;
                 }
-                let folded = fold(&span.text);
+                let mut folded = fold(&span.text);
                 // A day without its year ("October 24") is a date too, never a name.
                 let day = match text::tokens(&span.text).as_slice() {
                     [month, rest @ ..] => {
@@ -439,6 +441,15 @@ fn extract<'a>(a: &Asked, question: &str, window: &[&'a Card], chain: &Chain, k:
                 let derived = question_names.iter().any(|n| text::mentions(&span.text, n));
                 if repeats || own_subject || derived {
                     continue;
+                }
+                // The corpus knows a card's subject by its title: the name the card opens with, ending like the
+                // title ("Michael Edwards (born 1963), best known as "Eddie the Eagle"" in the card `Eddie "The
+                // Eagle" Edwards`), is answered with the title.
+                let title_subject = subject(&card.hit.title);
+                let opens = j == 0 && sentence.get(..span.at).is_some_and(|before| before.trim().is_empty());
+                if opens && span.shape == Shape::Name && text::tokens(title_subject).last() == span_words.last() {
+                    span.text = title_subject.to_string();
+                    folded = fold(&span.text);
                 }
                 // A thing the chain went through on its way ("the director of X" when the question asks where
                 // the director was born) is a bridge, not the answer.

@@ -447,3 +447,16 @@ fn a_nationality_answers_no_where() {
     assert_ne!(text, "Canadian");
     assert!(["Halton", "Toronto"].contains(&text.as_str()), "{text}");
 }
+
+#[test]
+fn a_card_s_subject_is_answered_by_its_title_when_its_text_opens_with_another_form_of_the_name() {
+    let cards = [card(
+        1,
+        "Eddie \"The Eagle\" Edwards",
+        "Michael Edwards (born 5 December 1963) is a British skier who in 1988 represented Great Britain in ski jumping.",
+    )];
+    let (text, cited) =
+        answer("Which British skier represented Great Britain in ski jumping in 1988?", &cards, 0).unwrap();
+    assert_eq!(text, "Eddie \"The Eagle\" Edwards");
+    assert_eq!(cited, [1]);
+}
