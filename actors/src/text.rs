@@ -51,7 +51,7 @@ pub fn stem(word: &str) -> &str {
 
 /// English irregular verbs, each past or participle form with its base: "became" and "become" are one verb, as
 /// are "wrote", "written" and "write". Regular forms are left to `stem`; forms that are also other words ("born",
-/// "found", "left") are left out.
+/// "found", "left") are left out. Sorted by form, for a binary search: the reader asks for every word it compares.
 const IRREGULAR_VERBS: &[(&str, &str)] = &[
     ("became", "become"),
     ("began", "begin"),
@@ -64,18 +64,17 @@ const IRREGULAR_VERBS: &[(&str, &str)] = &[
     ("chosen", "choose"),
     ("did", "do"),
     ("done", "do"),
-    ("drew", "draw"),
     ("drawn", "draw"),
-    ("drove", "drive"),
+    ("drew", "draw"),
     ("driven", "drive"),
-    ("fell", "fall"),
+    ("drove", "drive"),
     ("fallen", "fall"),
-    ("fought", "fight"),
+    ("fell", "fall"),
     ("flew", "fly"),
     ("flown", "fly"),
+    ("fought", "fight"),
     ("gave", "give"),
     ("given", "give"),
-    ("went", "go"),
     ("gone", "go"),
     ("grew", "grow"),
     ("grown", "grow"),
@@ -88,33 +87,34 @@ const IRREGULAR_VERBS: &[(&str, &str)] = &[
     ("met", "meet"),
     ("paid", "pay"),
     ("ran", "run"),
-    ("rose", "rise"),
     ("risen", "rise"),
+    ("rose", "rise"),
     ("sang", "sing"),
-    ("sung", "sing"),
-    ("sold", "sell"),
     ("sent", "send"),
     ("shot", "shoot"),
+    ("sold", "sell"),
     ("spoke", "speak"),
     ("spoken", "speak"),
     ("stood", "stand"),
-    ("taught", "teach"),
-    ("took", "take"),
+    ("sung", "sing"),
     ("taken", "take"),
+    ("taught", "teach"),
     ("thought", "think"),
     ("threw", "throw"),
     ("thrown", "throw"),
+    ("took", "take"),
+    ("went", "go"),
     ("won", "win"),
     ("wore", "wear"),
     ("worn", "wear"),
-    ("wrote", "write"),
     ("written", "write"),
+    ("wrote", "write"),
 ];
 
 /// The base of an English verb form: an irregular past or participle gives its base ("became" gives "become"),
 /// any other word itself.
 pub fn verb_base(word: &str) -> &str {
-    IRREGULAR_VERBS.iter().find(|(form, _)| *form == word).map_or(word, |(_, base)| base)
+    IRREGULAR_VERBS.binary_search_by_key(&word, |(form, _)| form).map_or(word, |i| IRREGULAR_VERBS[i].1)
 }
 
 /// Whether two lowercase words are one noun, singular or plural: "eye" and "eyes", "church" and "churches".
@@ -403,6 +403,7 @@ mod tests {
         assert_eq!(verb_base("written"), verb_base("wrote"));
         assert_eq!(verb_base("write"), "write");
         assert_eq!(verb_base("joined"), "joined", "a regular form is left to stem");
+        assert!(IRREGULAR_VERBS.windows(2).all(|p| p[0].0 < p[1].0), "the table is sorted by form");
     }
 
     #[test]

@@ -307,6 +307,8 @@ fn extract<'a>(a: &Asked, question: &str, window: &[&'a Card], chain: &Chain, k:
         // A card whose title is only the question's own words ("Place of birth") defines the question's terms;
         // it is not evidence about what the question names.
         let title_words = text::tokens(&card.hit.title);
+        let title_subject = subject(&card.hit.title);
+        let title_last = text::tokens(title_subject).pop();
         if !title_words.is_empty()
             && title_words.iter().all(|t| a.words.contains(t))
             && !question_names.iter().any(|n| text::mentions(n, &card.hit.title) || text::mentions(&card.hit.title, n))
@@ -445,9 +447,8 @@ fn extract<'a>(a: &Asked, question: &str, window: &[&'a Card], chain: &Chain, k:
                 // The corpus knows a card's subject by its title: the name the card opens with, ending like the
                 // title ("Michael Edwards (born 1963), best known as "Eddie the Eagle"" in the card `Eddie "The
                 // Eagle" Edwards`), is answered with the title.
-                let title_subject = subject(&card.hit.title);
                 let opens = j == 0 && sentence.get(..span.at).is_some_and(|before| before.trim().is_empty());
-                if opens && span.shape == Shape::Name && text::tokens(title_subject).last() == span_words.last() {
+                if opens && span.shape == Shape::Name && title_last.as_ref() == span_words.last() {
                     span.text = title_subject.to_string();
                     folded = fold(&span.text);
                 }
