@@ -7,13 +7,14 @@ use serde::{Serialize, de::DeserializeOwned};
 use crate::{
     AgentResponse, AskReply, AskRequest, Conversation, EntitiesReply, ErrorResponse, Event, GraphResult,
     HydrateRequest, LoopState, NextStep, PlannerState, QueryRewrite, RetrievalResult, SearchRequest, SufficiencyReport,
-    WorkItem,
+    WorkItem, WorkMessage,
     codec::{decode, encode},
 };
 
 /// Decodes `data` as every message type.
 pub fn wire(data: &[u8]) {
     round_trip::<WorkItem>(data);
+    round_trip::<WorkMessage>(data);
     round_trip::<AskRequest>(data);
     round_trip::<AskReply>(data);
     round_trip::<LoopState>(data);

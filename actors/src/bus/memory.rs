@@ -12,7 +12,7 @@ use std::{
 
 use async_trait::async_trait;
 use futures::{StreamExt, stream::BoxStream};
-use sleuth_messages::{AskReply, Envelope, Event, Principal, ReplyTo, Stage, WorkItem};
+use sleuth_messages::{AskReply, Envelope, Event, LoopState, Principal, ReplyTo, Stage, WorkItem};
 use tokio::sync::{Mutex, broadcast, mpsc};
 use uuid::Uuid;
 
@@ -132,7 +132,13 @@ impl MemoryBus {
 
 #[async_trait]
 impl Bus for MemoryBus {
-    async fn publish_work(&self, item: &WorkItem, trace: &TraceHeaders) -> Result<(), BusError> {
+    async fn publish_work(
+        &self,
+        item: &WorkItem,
+        // The in-process store hands out its copy as cheaply as a message could carry one.
+        _committed: Option<(&LoopState, u64)>,
+        trace: &TraceHeaders,
+    ) -> Result<(), BusError> {
         if self.first_sighting(item.msg_id()) {
             let (tx, _) = self.queue(item.stage);
             tx.send(Queued { item: item.clone(), trace: trace.clone(), attempt: 1 })?;

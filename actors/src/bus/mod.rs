@@ -10,7 +10,7 @@ use std::{sync::Arc, time::Duration};
 
 use async_trait::async_trait;
 use futures::stream::BoxStream;
-use sleuth_messages::{AskReply, Envelope, Event, Principal, ReplyTo, Stage, WorkItem};
+use sleuth_messages::{AskReply, Envelope, Event, LoopState, Principal, ReplyTo, Snapshot, Stage, WorkItem};
 use uuid::Uuid;
 
 use crate::telemetry::TraceHeaders;
@@ -60,6 +60,11 @@ pub trait Delivery: Send + Sync {
     fn attempt(&self) -> u32;
     /// The trace context of the span that published this work: the parent of the span that handles it.
     fn trace(&self) -> &TraceHeaders;
+    /// The loop state the message carried and the revision its publisher committed it at, once (see
+    /// [`Bus::publish_work`]); the handler reads the store when there is none.
+    fn take_snapshot(&mut self) -> Option<Snapshot> {
+        None
+    }
     /// Tells the bus the work is still going (resets AckWait).
     async fn in_progress(&self) -> Result<(), BusError>;
     async fn ack(self: Box<Self>) -> Result<(), BusError>;
@@ -98,7 +103,15 @@ pub trait DeadlineQueue: Send + Sync {
 #[async_trait]
 pub trait Bus: Send + Sync + 'static {
     /// Publishes work, de-duplicated by [`WorkItem::msg_id`], with the trace context of its publishing span.
-    async fn publish_work(&self, item: &WorkItem, trace: &TraceHeaders) -> Result<(), BusError>;
+    /// `committed` is the state the work was derived from and the store revision that state was committed at,
+    /// when the publisher knows it: a bus whose store is a network away (NATS) carries it in the message, so the
+    /// stage that takes the work compare-and-swaps against it without reading the store first.
+    async fn publish_work(
+        &self,
+        item: &WorkItem,
+        committed: Option<(&LoopState, u64)>,
+        trace: &TraceHeaders,
+    ) -> Result<(), BusError>;
     /// Publishes an event, de-duplicated by [`Event::msg_id`]. Over NATS, the event of a tenant's request (`owner`)
     /// also goes to that tenant's own events subject ([`sleuth_messages::subjects::Subjects::tenant_events`]).
     async fn publish_event(

@@ -18,7 +18,8 @@ use async_trait::async_trait;
 use bytes::Bytes;
 use futures::{StreamExt, stream::BoxStream};
 use sleuth_messages::{
-    AskReply, Encoding, Envelope, Event, Principal, ReplyTo, Stage, WorkItem, codec, subjects::Subjects,
+    AskReply, Encoding, Envelope, Event, LoopState, Principal, ReplyTo, Snapshot, Stage, WorkItem, WorkMessage, codec,
+    encode_work, subjects::Subjects,
 };
 use tokio::sync::{Mutex, mpsc};
 use uuid::Uuid;
@@ -178,8 +179,13 @@ fn request_id_of(subject: &str) -> Option<Uuid> {
 
 #[async_trait]
 impl Bus for NatsBus {
-    async fn publish_work(&self, item: &WorkItem, trace: &TraceHeaders) -> Result<(), BusError> {
-        let payload = codec::encode(item, Encoding::MsgPack).map_err(|e| BusError::Encode(e.to_string()))?;
+    async fn publish_work(
+        &self,
+        item: &WorkItem,
+        committed: Option<(&LoopState, u64)>,
+        trace: &TraceHeaders,
+    ) -> Result<(), BusError> {
+        let payload = encode_work(item, committed).map_err(|e| BusError::Encode(e.to_string()))?;
         self.publish(self.subjects.work(item.stage, item.envelope.request_id), item.msg_id(), payload, trace).await
     }
 
@@ -392,9 +398,15 @@ impl WorkQueue for NatsQueue {
             let message = message.map_err(unavailable)?;
             let attempt = message.info().map(|i| i.delivered.max(1) as u32).unwrap_or(1);
             let trace = TraceHeaders::from_nats(message.headers.as_ref());
-            match codec::decode::<WorkItem>(&message.payload) {
-                Ok((item, _)) => {
-                    return Ok(Some(Box::new(NatsDelivery { message: Some(message), item, attempt, trace })));
+            // A snapshot that does not decode (a newer state layout) is no reason to refuse the work: the item
+            // alone still says what to do, and the store has the state.
+            let decoded = codec::decode::<WorkMessage>(&message.payload)
+                .map(|(m, _)| m.into_parts())
+                .or_else(|_| codec::decode::<WorkItem>(&message.payload).map(|(item, _)| (item, None)));
+            match decoded {
+                Ok((item, snapshot)) => {
+                    let message = Some(message);
+                    return Ok(Some(Box::new(NatsDelivery { message, item, snapshot, attempt, trace })));
                 }
                 Err(e) => {
                     tracing::error!(subject = %message.subject, error = %e, "undecodable work message, terminating it");
@@ -433,6 +445,7 @@ struct NatsDelivery {
     /// `None` once acknowledged.
     message: Option<jetstream::Message>,
     item: WorkItem,
+    snapshot: Option<Snapshot>,
     attempt: u32,
     trace: TraceHeaders,
 }
@@ -462,6 +475,10 @@ impl Delivery for NatsDelivery {
 
     fn trace(&self) -> &TraceHeaders {
         &self.trace
+    }
+
+    fn take_snapshot(&mut self) -> Option<Snapshot> {
+        self.snapshot.take()
     }
 
     async fn in_progress(&self) -> Result<(), BusError> {

@@ -67,10 +67,8 @@ async fn end(
             let Some((state, revision)) = kv::load(ctx, request_id).await? else { return Ok(false) };
             tracing::Span::current().record("sleuth.turn", state.turn);
             let Some(done) = transition(&state) else { return Ok(false) };
-            if kv::compare_and_swap(ctx, &done, revision).await?.is_none() {
-                continue;
-            }
-            publish_all(ctx, &done, None, parent, true).await?;
+            let Some(committed) = kv::compare_and_swap(ctx, &done, revision).await? else { continue };
+            publish_all(ctx, &done, Some(committed), None, parent, true).await?;
             on_finished(&done);
             return Ok(true);
         }

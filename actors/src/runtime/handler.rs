@@ -1,9 +1,11 @@
 //! The delivery handler: the one place that implements the delivery rule (at-least-once delivery,
 //! exactly-once effect: ARCHITECTURE.md, Delivery) for every stage.
 //!
-//! 1. load the state and its revision; if the work is already applied, skip to 4;
+//! 1. take the state and its revision from the message (what its publisher committed; over NATS), else load them;
+//!    if the work is already applied, skip to 4;
 //! 2. do the work (with in-progress acks while it runs, dropped if the request is cancelled);
-//! 3. compare-and-swap the new state, reloading and re-checking on conflict;
+//! 3. compare-and-swap the new state, reloading and re-checking on conflict (a carried state that is no longer
+//!    current is such a conflict);
 //! 4. publish what the committed state calls for (de-duplicated by message id);
 //! 5. ack.
 //!
@@ -53,12 +55,15 @@ impl Handled {
 pub async fn process(
     ctx: &NodeContext,
     logic: &dyn StageLogic,
-    delivery: Box<dyn Delivery>,
+    mut delivery: Box<dyn Delivery>,
 ) -> anyhow::Result<Handled> {
     let item = delivery.item().clone();
     let stage = logic.stage();
     let id = item.envelope.request_id;
     let attempt = delivery.attempt();
+    // A redelivery's carried state is likely stale (its first delivery may have committed), and working from it
+    // would repeat the work (an LLM call, say) only to conflict: it reads the store instead.
+    let snapshot = delivery.take_snapshot().filter(|_| attempt == 1).map(|s| (s.state, s.revision));
     let span = tracing::info_span!(
         "stage",
         otel.name = span_name(stage),
@@ -84,10 +89,11 @@ pub async fn process(
     let cancellation = ctx.cancels.register(id);
     let scope = Scope { request_id: id, turn: item.envelope.turn, stage: stage.as_str() };
     let started = Instant::now();
-    let result = scope::within(scope, run(ctx, logic, &*delivery, cancellation.token()).instrument(span.clone())).await;
+    let work = run(ctx, logic, &*delivery, snapshot, cancellation.token());
+    let result = scope::within(scope, work.instrument(span.clone())).await;
     drop(cancellation);
     let outcome = match result {
-        Ok((handled, state)) => {
+        Ok((handled, state, revision)) => {
             // A delivery whose work was already applied re-publishes only what its own commit led to, and each
             // sends only the work its stage may send (`machine::may_send`).
             let state = state.filter(|s| handled == Handled::Applied || machine::published_by(s, &item));
@@ -96,7 +102,7 @@ pub async fn process(
                 // (its first delivery may have died between the commit and the reply).
                 let ended_here = handled == Handled::Applied && state.phase == Phase::Done;
                 let replies = ended_here || (stage == Stage::Synthesizer && attempt > 1);
-                let publish = publish_all(ctx, state, Some(stage), delivery.trace(), replies);
+                let publish = publish_all(ctx, state, revision, Some(stage), delivery.trace(), replies);
                 scope::within(scope, publish.instrument(span.clone())).await.context("cannot publish next messages")?;
                 if ended_here {
                     on_finished(state);
@@ -141,20 +147,34 @@ pub async fn process(
 /// Compare-and-swap conflicts one delivery retries before it hands the work back.
 const MAX_CONFLICTS: u32 = 16;
 
+/// The work's outcome, the state it leaves (to publish from) and the revision that state was committed at, when
+/// known.
+type Ran = (Handled, Option<LoopState>, Option<u64>);
+
 async fn run(
     ctx: &NodeContext,
     logic: &dyn StageLogic,
     delivery: &dyn Delivery,
+    mut carried: Option<(LoopState, u64)>,
     cancelled: &CancellationToken,
-) -> anyhow::Result<(Handled, Option<LoopState>)> {
+) -> anyhow::Result<Ran> {
     let item = delivery.item();
     let id = item.envelope.request_id;
     let stage = logic.stage();
     let mut conflicts = 0;
+    if carried.is_some() {
+        ctx.stats.incr(stage, Counter::StateCarried);
+    }
     loop {
-        let Some((state, revision)) = kv::load(ctx, id).await? else {
+        // The carried state is used once: after a conflict the store has something newer.
+        let from_message = carried.is_some();
+        let loaded = match carried.take() {
+            Some(carried) => Some(carried),
+            None => kv::load(ctx, id).await?,
+        };
+        let Some((state, revision)) = loaded else {
             tracing::warn!("no loop state for this request, dropping the work");
-            return Ok((Handled::Orphan, None));
+            return Ok((Handled::Orphan, None, None));
         };
         let next = if let Some(next) = machine::apply_deadline(&state, telemetry::now_ms()) {
             tracing::info!("deadline passed, stopping retrieval");
@@ -178,11 +198,16 @@ async fn run(
                 }
                 next = work => next?,
             }
+        } else if from_message {
+            // The work was derived from the carried state, so it is pending there: the state has moved on since,
+            // and only the store says whether this work was applied meanwhile.
+            continue;
         } else {
-            return Ok((Handled::Duplicate, Some(note_duplicate(ctx, state, revision).await)));
+            let (state, revision) = note_duplicate(ctx, state, revision).await;
+            return Ok((Handled::Duplicate, state, revision));
         };
         match kv::compare_and_swap(ctx, &next, revision).await? {
-            Some(_) => return Ok((Handled::Applied, Some(next))),
+            Some(committed) => return Ok((Handled::Applied, Some(next), Some(committed))),
             None => {
                 ctx.stats.incr(stage, Counter::CasConflicts);
                 conflicts += 1;
@@ -199,19 +224,25 @@ async fn run(
 }
 
 /// Counts the duplicate in the state, so redeliveries are visible in the KV record. Retries on conflicts;
-/// gives up quietly after a few, because the count is informational.
-async fn note_duplicate(ctx: &NodeContext, mut state: LoopState, mut revision: u64) -> LoopState {
+/// gives up quietly after a few, because the count is informational. Returns the state to publish from (`None`
+/// when the request is gone) and the revision it was committed at, when this call committed it.
+async fn note_duplicate(
+    ctx: &NodeContext,
+    mut state: LoopState,
+    mut revision: u64,
+) -> (Option<LoopState>, Option<u64>) {
     for _ in 0..5 {
         state.counters.duplicates_skipped += 1;
         match kv::compare_and_swap(ctx, &state, revision).await {
-            Ok(Some(_)) => return state,
+            Ok(Some(committed)) => return (Some(state), Some(committed)),
             _ => match kv::load(ctx, state.request_id).await {
                 Ok(Some((fresh, rev))) => (state, revision) = (fresh, rev),
-                _ => break,
+                Ok(None) => return (None, None),
+                Err(_) => break,
             },
         }
     }
-    state
+    (Some(state), None)
 }
 
 /// Runs `work` while telling the bus, every third of AckWait, that the delivery is still being worked on

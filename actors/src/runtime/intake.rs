@@ -20,6 +20,7 @@ use crate::{
 async fn publish_state(
     ctx: &NodeContext,
     state: &sleuth_messages::LoopState,
+    revision: Option<u64>,
     trace: &TraceHeaders,
 ) -> Result<(), ErrorResponse> {
     if !(state.phase == sleuth_messages::Phase::Planning && state.turn == 1) {
@@ -33,7 +34,7 @@ async fn publish_state(
         state.deadline_ms,
         "publish the first work",
         |_| true,
-        || publish_all(ctx, state, Some(sleuth_messages::Stage::Intake), trace, false),
+        || publish_all(ctx, state, revision, Some(sleuth_messages::Stage::Intake), trace, false),
     );
     published.await.map_err(|e| {
         ErrorResponse::new(ErrorKind::Unavailable, format!("cannot publish work: {e}")).for_request(state.request_id)
@@ -45,6 +46,7 @@ async fn publish_state(
 async fn resent(
     ctx: &NodeContext,
     existing: &LoopState,
+    revision: u64,
     by: Option<&Principal>,
     trace: &TraceHeaders,
 ) -> Result<(), ErrorResponse> {
@@ -52,7 +54,7 @@ async fn resent(
         tracing::warn!(request_id = %existing.request_id, by = ?by, "refused a request id that belongs to another tenant");
         return Err(ErrorResponse::new(ErrorKind::InvalidInput, "request_id is already taken: choose a new one"));
     }
-    publish_state(ctx, existing, trace).await
+    publish_state(ctx, existing, Some(revision), trace).await
 }
 
 /// The key of a conversation in the conversations bucket: its id for the deployment's own account, and
@@ -145,11 +147,11 @@ async fn accept(
     records_root_span: bool,
 ) -> Result<Uuid, ErrorResponse> {
     if request.request_id.is_some()
-        && let Ok(Some((existing, _))) = ctx.store.load(request_id).await
+        && let Ok(Some((existing, revision))) = ctx.store.load(request_id).await
     {
         // A re-sent request: it is under way (or done) already. Publishing again is idempotent; analysing it
         // again would resolve a follow-up against itself and spend the rewriter's tokens twice.
-        return resent(ctx, &existing, by.as_ref(), &root).await.map(|_| request_id);
+        return resent(ctx, &existing, revision, by.as_ref(), &root).await.map(|_| request_id);
     }
     let timeout = request.timeout_ms.unwrap_or(ctx.config.loop_.timeout_ms).clamp(1, ctx.config.loop_.max_timeout_ms);
     ctx.admission.admit(&*ctx.bus, std::time::Duration::from_millis(timeout)).await?;
@@ -223,12 +225,12 @@ async fn accept(
         |e| matches!(e, StoreError::Unavailable(_)),
         || ctx.store.create(&state),
     );
-    match created.await {
-        Ok(_) => {}
+    let revision = match created.await {
+        Ok(revision) => revision,
         Err(StoreError::AlreadyExists) => {
             // A client re-sent the same request id: the request is already under way, publish what it needs.
-            if let Some((existing, _)) = ctx.store.load(request_id).await.ok().flatten() {
-                resent(ctx, &existing, state.owner.as_ref(), &root).await?;
+            if let Some((existing, revision)) = ctx.store.load(request_id).await.ok().flatten() {
+                resent(ctx, &existing, revision, state.owner.as_ref(), &root).await?;
             }
             return Ok(request_id);
         }
@@ -240,7 +242,7 @@ async fn accept(
             return Err(ErrorResponse::new(ErrorKind::Unavailable, format!("cannot store loop state: {e}"))
                 .for_request(request_id));
         }
-    }
+    };
     tracing::info!(
         request_id = %request_id,
         route = ?state.analysis.route,
@@ -264,6 +266,6 @@ async fn accept(
     }
     tracing::Span::current().record("sleuth.route", format!("{:?}", state.analysis.route).to_lowercase());
     telemetry::metrics::request_started(&format!("{:?}", state.analysis.route).to_lowercase());
-    publish_state(ctx, &state, &root).await?;
+    publish_state(ctx, &state, Some(revision), &root).await?;
     Ok(request_id)
 }

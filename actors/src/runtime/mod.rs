@@ -152,7 +152,9 @@ impl NodeContext {
 }
 
 /// Publishes everything the state calls for that `by` may send ([`machine::next_messages`]; `None` for an ending
-/// from outside the loop). Every message carries the trace
+/// from outside the loop). `revision` is the store revision `state` was committed at, when the caller just
+/// committed it: the work then carries the state (over NATS), and its stage starts without reading the store.
+/// Every message carries the trace
 /// context of the current span, the hop that published it, so the next hop's span is that hop's child; when
 /// spans are not exported, `inherited` (the context this hop started from) passes through unchanged. The reply
 /// to the requester's inbox is only sent when `replies` is set (by whoever committed the end, or its
@@ -164,15 +166,17 @@ impl NodeContext {
 pub async fn publish_all(
     ctx: &NodeContext,
     state: &LoopState,
+    revision: Option<u64>,
     by: Option<Stage>,
     inherited: &TraceHeaders,
     replies: bool,
 ) -> Result<(), BusError> {
+    let committed = revision.map(|revision| (state, revision));
     let trace = context::of_span(&tracing::Span::current(), inherited);
     let trace = &trace;
     let publishes = machine::next_messages(state, by).into_iter().map(|out| async move {
         match out {
-            Outbound::Work(item) => ctx.bus.publish_work(&item, trace).await,
+            Outbound::Work(item) => ctx.bus.publish_work(&item, committed, trace).await,
             Outbound::Event(event) => ctx.bus.publish_event(&event, state.owner.as_ref(), trace).await,
             Outbound::Deadline(envelope) => ctx.bus.publish_deadline(&envelope, trace).await,
             Outbound::Reply(to, reply) if replies => {

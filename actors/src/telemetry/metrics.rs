@@ -244,10 +244,12 @@ pub enum Counter {
     Cancelled,
     /// A request answered by the deadline watchdog.
     WatchdogAnswers,
+    /// A delivery that started from the loop state its message carried, without reading the store.
+    StateCarried,
 }
 
 impl Counter {
-    pub const ALL: [Counter; 11] = [
+    pub const ALL: [Counter; 12] = [
         Counter::Applied,
         Counter::Duplicates,
         Counter::Orphans,
@@ -259,6 +261,7 @@ impl Counter {
         Counter::StageRestarts,
         Counter::Cancelled,
         Counter::WatchdogAnswers,
+        Counter::StateCarried,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -274,6 +277,7 @@ impl Counter {
             Counter::StageRestarts => "stage_restarts",
             Counter::Cancelled => "cancelled",
             Counter::WatchdogAnswers => "watchdog_answers",
+            Counter::StateCarried => "state_carried",
         }
     }
 
@@ -291,6 +295,7 @@ impl Counter {
             Counter::StageRestarts => "sleuth_stage_restarts_total",
             Counter::Cancelled => "sleuth_cancelled_work_total",
             Counter::WatchdogAnswers => "sleuth_watchdog_answers_total",
+            Counter::StateCarried => "sleuth_state_carried_total",
         }
     }
 
@@ -307,6 +312,7 @@ impl Counter {
             Counter::StageRestarts => "stage supervisors restarted, by stage",
             Counter::Cancelled => "in-flight deliveries dropped because their request was cancelled, by stage",
             Counter::WatchdogAnswers => "requests the deadline watchdog answered, by the stage they waited on",
+            Counter::StateCarried => "deliveries that started from the state their message carried, by stage",
         }
     }
 }

@@ -285,6 +285,9 @@ async fn metrics_move_by_what_the_process_did() {
     assert_eq!(moved("sleuth_request_turns_sum", &[("route", "enhanced")]), turns as f64);
     assert_eq!(moved("sleuth_work_applied_total", &[("stage", "planner")]), turns as f64, "one plan per turn");
     assert_eq!(moved("sleuth_work_applied_total", &[("stage", "synthesizer")]), n);
+    // Every plan and every synthesis started from the state its work message carried: no store read first.
+    assert_eq!(moved("sleuth_state_carried_total", &[("stage", "planner")]), turns as f64);
+    assert_eq!(moved("sleuth_state_carried_total", &[("stage", "synthesizer")]), n);
     assert_eq!(moved("sleuth_stage_handle_seconds_count", &[("stage", "synthesizer"), ("outcome", "applied")]), n);
     assert_eq!(moved("sleuth_dead_letters_total", &[]), 0.0);
     assert_eq!(value(&after, "sleuth_work_in_flight", &[]), 0.0, "nothing in flight once every reply is in");
