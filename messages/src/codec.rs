@@ -101,3 +101,5 @@ mod hostile_tests;
 mod probe;
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod work_tests;

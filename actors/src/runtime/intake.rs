@@ -20,7 +20,7 @@ use crate::{
 async fn publish_state(
     ctx: &NodeContext,
     state: &sleuth_messages::LoopState,
-    revision: Option<u64>,
+    revision: u64,
     trace: &TraceHeaders,
 ) -> Result<(), ErrorResponse> {
     if !(state.phase == sleuth_messages::Phase::Planning && state.turn == 1) {
@@ -34,7 +34,7 @@ async fn publish_state(
         state.deadline_ms,
         "publish the first work",
         |_| true,
-        || publish_all(ctx, state, revision, Some(sleuth_messages::Stage::Intake), trace, false),
+        || publish_all(ctx, state, Some(revision), Some(sleuth_messages::Stage::Intake), trace, false),
     );
     published.await.map_err(|e| {
         ErrorResponse::new(ErrorKind::Unavailable, format!("cannot publish work: {e}")).for_request(state.request_id)
@@ -54,7 +54,7 @@ async fn resent(
         tracing::warn!(request_id = %existing.request_id, by = ?by, "refused a request id that belongs to another tenant");
         return Err(ErrorResponse::new(ErrorKind::InvalidInput, "request_id is already taken: choose a new one"));
     }
-    publish_state(ctx, existing, Some(revision), trace).await
+    publish_state(ctx, existing, revision, trace).await
 }
 
 /// The key of a conversation in the conversations bucket: its id for the deployment's own account, and
@@ -266,6 +266,6 @@ async fn accept(
     }
     tracing::Span::current().record("sleuth.route", format!("{:?}", state.analysis.route).to_lowercase());
     telemetry::metrics::request_started(&format!("{:?}", state.analysis.route).to_lowercase());
-    publish_state(ctx, &state, Some(revision), &root).await?;
+    publish_state(ctx, &state, revision, &root).await?;
     Ok(request_id)
 }

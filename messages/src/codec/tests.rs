@@ -1,4 +1,5 @@
-//! Round-trip and golden-bytes tests for the codec (hostile input is in `hostile_tests.rs`).
+//! Round-trip and golden-bytes tests for the codec (hostile input is in `hostile_tests.rs`, work messages in
+//! `work_tests.rs`).
 
 use uuid::Uuid;
 
@@ -17,7 +18,6 @@ use crate::{
     response::{AgentResponse, AnswerKind, Citation, ShortAnswer, TerminationReason},
     result::{GraphPath, GraphResult, Hit, RetrievalResult},
     step::{Action, NextStep},
-    work::{MAX_CARRIED_STATE_BYTES, Snapshot, WorkMessage, encode_work},
 };
 
 pub(super) fn request_id() -> Uuid {
@@ -49,7 +49,7 @@ pub(super) fn hit(id: &str) -> Hit {
     }
 }
 
-fn sample_state() -> LoopState {
+pub(super) fn sample_state() -> LoopState {
     let search = SearchIntent {
         rationale: "find luffy".into(),
         entity_type: EntityType::parse("character").unwrap(),
@@ -226,57 +226,6 @@ fn work_item_golden_bytes_do_not_drift() {
 }
 
 #[test]
-fn a_work_message_without_a_snapshot_is_a_work_items_bytes() {
-    // Old and new processes share one work stream: without a snapshot the bytes are a work item's, and a work
-    // item decodes as a message without one.
-    let bytes = encode(&WorkMessage::new(&work_item(), None), Encoding::MsgPack).unwrap();
-    let hex: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
-    assert_eq!(hex, GOLDEN_WORK_ITEM);
-    let old = encode(&work_item(), Encoding::MsgPack).unwrap();
-    assert_eq!(decode::<WorkMessage>(&old).unwrap().0.into_parts(), (work_item(), None));
-}
-
-#[test]
-fn a_work_message_carries_its_snapshot_after_the_work_items_fields() {
-    let mut state = sample_state();
-    state.request_id = request_id();
-    let snapshot = Snapshot { revision: 7, state: state.clone() };
-    let bytes = encode(&WorkMessage::new(&work_item(), Some(snapshot.clone())), Encoding::MsgPack).unwrap();
-    let hex: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
-    let state_hex: String = encode(&state, Encoding::MsgPack).unwrap().iter().map(|b| format!("{b:02x}")).collect();
-    // A map of three: the work item's two fields, then "snapshot": {"revision": 7, "state": <the state>}.
-    let item_fields = GOLDEN_WORK_ITEM.strip_prefix("82").unwrap();
-    assert_eq!(hex, format!("83{item_fields}a8736e617073686f7482a87265766973696f6e07a57374617465{state_hex}"));
-    // What a hop writes, from borrowed parts, is the same bytes.
-    assert_eq!(encode_work(&work_item(), Some((&state, 7))).unwrap(), bytes);
-    assert_eq!(encode_work(&work_item(), None).unwrap(), encode(&work_item(), Encoding::MsgPack).unwrap());
-    // An older consumer reads the work item and ignores the rest.
-    assert_eq!(decode::<WorkItem>(&bytes).unwrap().0, work_item());
-    assert_eq!(decode::<WorkMessage>(&bytes).unwrap().0.into_parts(), (work_item(), Some(snapshot)));
-}
-
-#[test]
-fn a_state_too_large_to_carry_is_left_out() {
-    let mut state = sample_state();
-    state.request_id = request_id();
-    state.request.query = "x".repeat(MAX_CARRIED_STATE_BYTES);
-    let bytes = encode_work(&work_item(), Some((&state, 7))).unwrap();
-    assert_eq!(bytes, encode(&work_item(), Encoding::MsgPack).unwrap());
-}
-
-#[test]
-fn a_snapshot_of_another_request_or_version_is_dropped() {
-    let mut other = sample_state();
-    other.request_id = Uuid::now_v7();
-    let message = WorkMessage::new(&work_item(), Some(Snapshot { revision: 3, state: other }));
-    assert_eq!(message.into_parts(), (work_item(), None));
-    let mut old = sample_state();
-    (old.request_id, old.schema_version) = (request_id(), SCHEMA_VERSION + 1);
-    let message = WorkMessage::new(&work_item(), Some(Snapshot { revision: 3, state: old }));
-    assert_eq!(message.into_parts(), (work_item(), None));
-}
-
-#[test]
 fn ask_request_golden_bytes_do_not_drift() {
     let bytes = encode(&AskRequest::new("Who is Luffy?"), Encoding::MsgPack).unwrap();
     let hex: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
@@ -307,7 +256,7 @@ fn trace_fields_are_optional_both_ways() {
     assert_eq!(json["baggage"], "tenant=acme");
 }
 
-const GOLDEN_WORK_ITEM: &str = "82a8656e76656c6f706586ae736368656d615f76657273696f6e01aa726571756573745f6964c41001890a5dac96774bbcceb302099a8057a47475726e02a47374657001ab646561646c696e655f6d73cf0000018bcfe56800a7617474656d707401a57374616765a87265747269657665";
+pub(super) const GOLDEN_WORK_ITEM: &str = "82a8656e76656c6f706586ae736368656d615f76657273696f6e01aa726571756573745f6964c41001890a5dac96774bbcceb302099a8057a47475726e02a47374657001ab646561646c696e655f6d73cf0000018bcfe56800a7617474656d707401a57374616765a87265747269657665";
 const GOLDEN_ASK_REQUEST: &str = "81a57175657279ad57686f206973204c756666793f";
 
 #[test]
