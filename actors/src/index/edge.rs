@@ -1,5 +1,5 @@
 //! [`EdgeIndex`]: the embedded backend, Qdrant's engine in-process (qdrant-edge 0.7) with a named dense vector
-//! and a BM25 sparse vector per chunk, fused with RRF at query time.
+//! (when there is an embedder) and a BM25 sparse vector per chunk, fused with RRF at query time.
 
 use std::{path::Path, sync::Arc};
 
@@ -24,7 +24,6 @@ use super::{
 pub struct EdgeIndex {
     /// Taken only by `Drop`.
     shard: Option<Arc<EdgeShard>>,
-    dim: usize,
     /// qdrant-edge's `flush` panics if an update runs at the same time, so writes and flushes take turns. It holds
     /// the points written since the segments were last optimized.
     writes: Mutex<usize>,
@@ -155,14 +154,25 @@ fn schema_type(ty: FieldType) -> PayloadSchemaType {
 
 impl EdgeIndex {
     /// Opens the index at `dir`, creating it when it does not exist yet, and makes sure every path in `indexed`
-    /// has a payload index.
-    pub fn open(dir: &Path, dim: usize, indexed: &[(String, FieldType)]) -> anyhow::Result<EdgeIndex> {
+    /// has a payload index. `dim` is the embedder's vector length; an index created without an embedder (`None`)
+    /// has sparse (BM25) vectors alone: a dense vector configured for points that never carry one still costs
+    /// every point its full length on disk and in memory (1.6 GB of zeros at 1M passages). An index with dense
+    /// vectors opens without an embedder too, and is searched by BM25.
+    pub fn open(dir: &Path, dim: Option<usize>, indexed: &[(String, FieldType)]) -> anyhow::Result<EdgeIndex> {
         std::fs::create_dir_all(dir).with_context(|| format!("cannot create index directory {}", dir.display()))?;
-        let config = EdgeConfig::builder()
-            .vector(DENSE, EdgeVectorParams::builder(dim, Distance::Cosine).build())
-            .sparse_vector(SPARSE, EdgeSparseVectorParams::builder().modifier(Modifier::Idf).build())
-            .build();
-        let shard = EdgeShard::load(dir, Some(config)).map_err(|e| {
+        // An existing index keeps the vectors it was created with (qdrant-edge refuses segments that do not match
+        // the config it is given); a new one gets them from `dim`.
+        let config = EdgeConfig::load(dir).is_none().then(|| {
+            let sparse = EdgeSparseVectorParams::builder().modifier(Modifier::Idf).build();
+            match dim {
+                Some(dim) => EdgeConfig::builder()
+                    .vector(DENSE, EdgeVectorParams::builder(dim, Distance::Cosine).build())
+                    .sparse_vector(SPARSE, sparse)
+                    .build(),
+                None => EdgeConfig::builder().sparse_vector(SPARSE, sparse).build(),
+            }
+        });
+        let shard = EdgeShard::load(dir, config).map_err(|e| {
             let text = e.to_string();
             if text.contains("WouldBlock") || text.contains("lock") {
                 anyhow::anyhow!(
@@ -176,7 +186,9 @@ impl EdgeIndex {
             }
         })?;
         let stored = shard.config().vectors.get(DENSE).map(|v| v.size);
-        if stored != Some(dim) {
+        if let Some(dim) = dim
+            && stored != Some(dim)
+        {
             let had = stored.map_or("no dense vector".to_string(), |d| format!("{d}-dimensional dense vectors"));
             anyhow::bail!(
                 "the index at {} was built with {had}, but the embedder makes {dim}-dimensional ones; remove that directory and ingest again",
@@ -201,7 +213,7 @@ impl EdgeIndex {
                 })))
                 .map_err(|e| anyhow::anyhow!("cannot create the payload index on {path}: {e}"))?;
         }
-        Ok(EdgeIndex { shard: Some(Arc::new(shard)), dim, writes: Mutex::new(0), optimize_every: OPTIMIZE_EVERY })
+        Ok(EdgeIndex { shard: Some(Arc::new(shard)), writes: Mutex::new(0), optimize_every: OPTIMIZE_EVERY })
     }
 
     async fn blocking<T: Send + 'static>(
@@ -340,10 +352,6 @@ impl VectorIndex for EdgeIndex {
         })
         .await
     }
-
-    fn dense_dim(&self) -> usize {
-        self.dim
-    }
 }
 
 impl Drop for EdgeIndex {
@@ -382,7 +390,7 @@ mod tests {
     #[tokio::test]
     async fn points_stay_searchable_across_the_optimizations_that_writing_triggers() {
         let dir = tempfile::tempdir().unwrap();
-        let mut index = EdgeIndex::open(dir.path(), 4, &[]).unwrap();
+        let mut index = EdgeIndex::open(dir.path(), Some(4), &[]).unwrap();
         index.optimize_every = 100;
         // Segments of more than 1 KB of vectors are worth indexing, so these few points are.
         let small = EdgeOptimizersConfig { indexing_threshold: Some(1), ..Default::default() };
@@ -396,17 +404,49 @@ mod tests {
         let segments = index.shard.as_ref().unwrap().info().segments_count;
         assert!(segments >= 2, "the optimizers ran: {segments} segments");
         for i in [3u32, 160, 299] {
-            let plan = SearchPlan {
-                lanes: vec![Lane::Sparse(SparseVector { indices: vec![i + 1], values: vec![1.0] })],
-                filter: PayloadFilter::default(),
-                prefetch_limit: 10,
-                rrf_k: 2,
-                limit: 3,
-                dense_threshold: None,
-                with_dense: false,
-            };
-            let hits = index.search(&plan).await.unwrap();
+            let hits = index.search(&sparse_plan(i + 1)).await.unwrap();
             assert_eq!(hits.first().map(|c| c.hit.doc_id.as_str()), Some(format!("doc-{i}").as_str()));
         }
+    }
+
+    fn sparse_plan(term: u32) -> SearchPlan {
+        SearchPlan {
+            lanes: vec![Lane::Sparse(SparseVector { indices: vec![term], values: vec![1.0] })],
+            filter: PayloadFilter::default(),
+            prefetch_limit: 10,
+            rrf_k: 2,
+            limit: 3,
+            dense_threshold: None,
+            with_dense: false,
+        }
+    }
+
+    #[tokio::test]
+    async fn an_index_without_an_embedder_holds_no_dense_vectors_and_says_so_to_one() {
+        let dir = tempfile::tempdir().unwrap();
+        let index = EdgeIndex::open(dir.path(), None, &[]).unwrap();
+        assert!(index.shard.as_ref().unwrap().config().vectors.is_empty(), "no dense vector is configured");
+        let bm25_only = |i| Point { dense: None, ..point(i) };
+        index.replace((0..20).map(bm25_only).collect()).await.unwrap();
+        let hits = index.search(&sparse_plan(6)).await.unwrap();
+        assert_eq!(hits.first().map(|c| c.hit.doc_id.as_str()), Some("doc-5"));
+        drop(index);
+        // Its points have no dense vectors to search, so an embedder cannot start using it.
+        let error = EdgeIndex::open(dir.path(), Some(4), &[]).err().expect("an embedder on a BM25-only index");
+        assert!(error.to_string().contains("built with no dense vector"), "{error}");
+        // Opened without an embedder again, it is as it was.
+        let again = EdgeIndex::open(dir.path(), None, &[]).unwrap();
+        assert_eq!(again.count(&PayloadFilter::default()).await.unwrap(), 20);
+    }
+
+    #[tokio::test]
+    async fn an_index_with_dense_vectors_is_searched_by_bm25_without_an_embedder() {
+        let dir = tempfile::tempdir().unwrap();
+        let index = EdgeIndex::open(dir.path(), Some(4), &[]).unwrap();
+        index.replace((0..20).map(point).collect()).await.unwrap();
+        drop(index);
+        let index = EdgeIndex::open(dir.path(), None, &[]).unwrap();
+        let hits = index.search(&sparse_plan(8)).await.unwrap();
+        assert_eq!(hits.first().map(|c| c.hit.doc_id.as_str()), Some("doc-7"));
     }
 }

@@ -46,8 +46,4 @@ impl VectorIndex for Guarded {
     async fn count(&self, filter: &PayloadFilter) -> anyhow::Result<usize> {
         Ok(self.guard.call(|| self.inner.count(filter)).await?)
     }
-
-    fn dense_dim(&self) -> usize {
-        self.inner.dense_dim()
-    }
 }

@@ -161,6 +161,4 @@ pub trait VectorIndex: Send + Sync + 'static {
     async fn flush(&self) -> anyhow::Result<()>;
     /// Number of stored chunks matching `filter` (all of them when it is empty).
     async fn count(&self, filter: &PayloadFilter) -> anyhow::Result<usize>;
-    /// Length of the dense vectors this index was created with.
-    fn dense_dim(&self) -> usize;
 }

@@ -1,6 +1,7 @@
 //! [`ServerIndex`]: the production backend, a Qdrant server over gRPC (qdrant-client). It creates its collection
-//! (named dense vector + BM25 sparse vector with IDF) and payload indexes at start-up, and runs the same
-//! [`SearchPlan`] as the embedded backend: [`to_grpc_query`] is the translation, tested without a server.
+//! (a named dense vector when there is an embedder, a BM25 sparse vector with IDF) and payload indexes at
+//! start-up, and runs the same [`SearchPlan`] as the embedded backend: [`to_grpc_query`] is the translation,
+//! tested without a server.
 
 use std::time::Duration;
 
@@ -13,7 +14,7 @@ use qdrant_client::{
         DeletePointsBuilder, DenseVector, Distance, FieldType as GrpcFieldType, Filter, GetPointsBuilder, Modifier,
         NamedVectors, PointStruct, PrefetchQueryBuilder, Query, QueryPoints, QueryPointsBuilder, Range, RrfBuilder,
         ScrollPointsBuilder, SparseVectorParamsBuilder, SparseVectorsConfigBuilder, UpsertPointsBuilder, Vector,
-        VectorInput, VectorParamsBuilder, VectorsConfigBuilder, VectorsSelector, vector_output,
+        VectorInput, VectorParamsBuilder, VectorsConfigBuilder, VectorsSelector, vector_output, vectors_config,
     },
 };
 use sleuth_messages::Hit;
@@ -26,7 +27,6 @@ use super::{
 pub struct ServerIndex {
     client: Qdrant,
     collection: String,
-    dim: usize,
 }
 
 /// The gRPC form of a [`PayloadFilter`].
@@ -131,12 +131,13 @@ fn check_version(version: &str) -> anyhow::Result<()> {
 
 impl ServerIndex {
     /// Connects to `url` (gRPC, e.g. `http://localhost:6334`) and makes sure the collection and its payload
-    /// indexes exist.
+    /// indexes exist. `dim` is the embedder's vector length; without an embedder (`None`) the collection has
+    /// sparse (BM25) vectors alone, so no point carries an empty dense one.
     pub async fn connect(
         url: &str,
         api_key: Option<String>,
         collection: &str,
-        dim: usize,
+        dim: Option<usize>,
         indexed: &[(String, FieldType)],
     ) -> anyhow::Result<ServerIndex> {
         // qdrant-client's own check only prints a warning to stdout on every start; sleuth checks the one thing
@@ -159,17 +160,52 @@ impl ServerIndex {
             .collection_exists(collection)
             .await
             .with_context(|| format!("cannot reach Qdrant at {url} (is it running? the gRPC port is usually 6334)"))?;
+        // Whether this process made the collection: one it did not make (it existed, or another replica won the
+        // race to create it) may have been made for another embedder.
+        let mut made = false;
         if !exists {
-            let mut vectors = VectorsConfigBuilder::default();
-            vectors.add_named_vector_params(DENSE, VectorParamsBuilder::new(dim as u64, Distance::Cosine));
             let mut sparse = SparseVectorsConfigBuilder::default();
             sparse.add_named_vector_params(SPARSE, SparseVectorParamsBuilder::default().modifier(Modifier::Idf));
-            client
-                .create_collection(
-                    CreateCollectionBuilder::new(collection).vectors_config(vectors).sparse_vectors_config(sparse),
-                )
+            let mut create = CreateCollectionBuilder::new(collection).sparse_vectors_config(sparse);
+            if let Some(dim) = dim {
+                let mut vectors = VectorsConfigBuilder::default();
+                vectors.add_named_vector_params(DENSE, VectorParamsBuilder::new(dim as u64, Distance::Cosine));
+                create = create.vectors_config(vectors);
+            }
+            match client.create_collection(create).await {
+                Ok(_) => made = true,
+                // Replicas starting together race to create it: one wins, and the others find it made.
+                Err(e) if !client.collection_exists(collection).await.unwrap_or(false) => {
+                    return Err(anyhow::Error::new(e).context(format!("cannot create collection {collection}")));
+                }
+                Err(_) => {}
+            }
+        }
+        if let Some(dim) = dim
+            && !made
+        {
+            // The same check as the embedded index's: an embedder whose vectors the collection cannot hold.
+            let info = client
+                .collection_info(collection)
                 .await
-                .with_context(|| format!("cannot create collection {collection}"))?;
+                .with_context(|| format!("cannot read the configuration of collection {collection}"))?;
+            let stored = info
+                .result
+                .and_then(|c| c.config)
+                .and_then(|c| c.params)
+                .and_then(|p| p.vectors_config)
+                .and_then(|v| v.config)
+                .and_then(|c| match c {
+                    vectors_config::Config::ParamsMap(map) => map.map.get(DENSE).map(|p| p.size as usize),
+                    vectors_config::Config::Params(_) => None,
+                });
+            if stored != Some(dim) {
+                let had = stored.map_or("no dense vector".to_string(), |d| format!("{d}-dimensional dense vectors"));
+                anyhow::bail!(
+                    "collection {collection} on {url} was created with {had}, but the embedder makes \
+                     {dim}-dimensional ones; delete the collection (or name another one) and ingest again"
+                );
+            }
         }
         for (path, ty) in indexed {
             client
@@ -179,7 +215,7 @@ impl ServerIndex {
                 .await
                 .with_context(|| format!("cannot create the payload index on {path}"))?;
         }
-        Ok(ServerIndex { client, collection: collection.to_string(), dim })
+        Ok(ServerIndex { client, collection: collection.to_string() })
     }
 
     async fn delete_docs(&self, doc_ids: &[String]) -> anyhow::Result<()> {
@@ -280,10 +316,6 @@ impl VectorIndex for ServerIndex {
         }
         let response = self.client.count(request).await.context("Qdrant count failed")?;
         Ok(response.result.map_or(0, |r| r.count as usize))
-    }
-
-    fn dense_dim(&self) -> usize {
-        self.dim
     }
 }
 

@@ -74,8 +74,4 @@ impl VectorIndex for Traced {
     async fn count(&self, filter: &PayloadFilter) -> anyhow::Result<usize> {
         self.call("count", |_| 1, self.inner.count(filter)).await
     }
-
-    fn dense_dim(&self) -> usize {
-        self.inner.dense_dim()
-    }
 }

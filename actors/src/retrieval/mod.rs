@@ -54,7 +54,8 @@ impl Retriever {
         let embedder = embed::open(config).await?;
         let settings = config.retrieval.clone();
         let schema = FilterSchema::new(&settings.filter_fields);
-        let dim = embedder.as_ref().map_or(config.embedder.dim, |e| e.dim());
+        // Without an embedder the indexes hold BM25 vectors alone.
+        let dim = embedder.as_ref().map(|e| e.dim());
         let entity_schema = entities::schema();
         // One guard for both collections: they live on the same server.
         let guard = Arc::new(Guard::new(Backend::Index, &config.backends));
@@ -231,7 +232,7 @@ async fn open_index(
     config: &Config,
     dir: &str,
     collection: &str,
-    dim: usize,
+    dim: Option<usize>,
     indexed: Vec<(String, crate::index::FieldType)>,
     guard: Arc<Guard>,
 ) -> anyhow::Result<Arc<dyn VectorIndex>> {

@@ -26,6 +26,16 @@ fn qdrant_url() -> (String, Option<OwnQdrant>) {
     }
 }
 
+/// A config on the server backend with collections of its own, and the server's guard.
+fn server_config() -> (Config, Option<OwnQdrant>) {
+    let mut config = Config::default();
+    config.retrieval.backend = IndexBackend::Qdrant;
+    let (url, server) = qdrant_url();
+    config.retrieval.qdrant_url = Some(url);
+    config.retrieval.collection = format!("sleuth_test_{}", uuid::Uuid::new_v4().simple());
+    (config, server)
+}
+
 fn doc(id: &str, text: &str, year: i64) -> Document {
     let mut metadata = JsonMap::new();
     metadata.insert("year".into(), year.into());
@@ -35,11 +45,7 @@ fn doc(id: &str, text: &str, year: i64) -> Document {
 #[tokio::test]
 #[ignore = "needs a Qdrant server: SLEUTH_TEST_QDRANT_URL, a qdrant binary or a Docker engine; pass --ignored"]
 async fn server_backend_ingests_idempotently_and_searches_hybrid_with_filters() {
-    let mut config = Config::default();
-    config.retrieval.backend = IndexBackend::Qdrant;
-    let (url, _server) = qdrant_url();
-    config.retrieval.qdrant_url = Some(url);
-    config.retrieval.collection = format!("sleuth_test_{}", uuid::Uuid::new_v4().simple());
+    let (mut config, _server) = server_config();
     config.retrieval.filter_fields.insert("year".into(), FieldType::Integer);
     config.embedder.kind = EmbedderKind::Local;
     let r = Retriever::open(&config).await.expect("open the server backend");
@@ -72,11 +78,7 @@ async fn server_backend_filters_every_read_by_who_may_read_it() {
     use sleuth_actors::access::{Access, Ownership};
     use sleuth_messages::Principal;
 
-    let mut config = Config::default();
-    config.retrieval.backend = IndexBackend::Qdrant;
-    let (url, _server) = qdrant_url();
-    config.retrieval.qdrant_url = Some(url);
-    config.retrieval.collection = format!("sleuth_test_{}", uuid::Uuid::new_v4().simple());
+    let (mut config, _server) = server_config();
     config.embedder.kind = EmbedderKind::Local;
     let r = Retriever::open(&config).await.expect("open the server backend");
     let owned = |tenant: &str, groups: &[&str]| {
@@ -110,4 +112,26 @@ async fn server_backend_filters_every_read_by_who_may_read_it() {
         assert_eq!(fetched, readable, "{tenant} fetched by id");
         assert_eq!(r.index.count(&filter).await.unwrap(), readable.len(), "{tenant} counted");
     }
+}
+
+/// Without an embedder the collection holds BM25 vectors alone (no empty dense vector per point, as on the
+/// embedded backend), is searched by BM25, and an embedder that later opens it is told to ingest again.
+#[tokio::test]
+#[ignore = "needs a Qdrant server: SLEUTH_TEST_QDRANT_URL, a qdrant binary or a Docker engine; pass --ignored"]
+async fn server_backend_without_an_embedder_keeps_bm25_alone_and_refuses_a_later_one() {
+    let (mut config, _server) = server_config();
+    config.retrieval.entity_collection = format!("{}_entities", config.retrieval.collection);
+    config.embedder.kind = EmbedderKind::None;
+    let r = Retriever::open(&config).await.expect("open the server backend without an embedder");
+    let docs = vec![
+        doc("cats", "Domestic cats purr and chase mice.", 2001),
+        doc("bread", "Sourdough bread rises with wild yeast.", 2015),
+    ];
+    assert_eq!(ingest::ingest(&r, docs, false).await.unwrap().inserted, 2);
+    let hits = r.search("which cats chase mice", &PayloadFilter::default(), 2).await.unwrap();
+    assert_eq!(hits[0].doc_id, "cats");
+    drop(r);
+    config.embedder.kind = EmbedderKind::Local;
+    let error = Retriever::open(&config).await.err().expect("an embedder on a BM25-only collection");
+    assert!(format!("{error:#}").contains("created with no dense vector"), "{error:#}");
 }
