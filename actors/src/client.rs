@@ -54,7 +54,9 @@ pub async fn ask(
             let ask = async { node.ask(request, on_event).await.map_err(|e| anyhow::anyhow!("{e}")) };
             let reply = until_cancelled(ask, request_id, interrupt, || node.cancel(request_id)).await;
             let state = match (want_state, reply.as_ref().ok().and_then(|r| r.request_id)) {
-                (true, Some(id)) => node.ctx.store.load(id).await.ok().flatten().map(|(s, _)| s),
+                (true, Some(id)) => {
+                    node.ctx.store.load(id).await.ok().flatten().map(|(s, _)| std::sync::Arc::unwrap_or_clone(s))
+                }
                 _ => None,
             };
             node.shutdown().await;
@@ -107,7 +109,7 @@ pub async fn remote_state(url: &str, config: &Config, request_id: uuid::Uuid) ->
     let client = crate::nats_client::connect(url, "sleuth ask").await?;
     let js = async_nats::jetstream::new(client);
     let store = KvStore::open(&js, &config.subjects().loops_bucket(), config.loop_ttl(), config.nats.replicas).await?;
-    Ok(store.load(request_id).await?.map(|(state, _)| state))
+    Ok(store.load(request_id).await?.map(|(state, _)| std::sync::Arc::unwrap_or_clone(state)))
 }
 
 /// Tells every replica that the index changed: moves the deployment's index generation, which empties every

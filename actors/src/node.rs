@@ -330,7 +330,12 @@ impl Node {
         let root = ask_span(request_id);
         let trace = context::of_span(&root, &TraceHeaders::default());
         let unavailable = |e: String| ErrorResponse::new(ErrorKind::Unavailable, e).for_request(request_id);
-        let mut events = self.ctx.bus.events(request_id).await.map_err(|e| unavailable(e.to_string()))?;
+        // A caller that shows no progress waits for the final event alone: woken once, not at every hop.
+        let events = match on_event {
+            Some(_) => self.ctx.bus.events(request_id).await,
+            None => self.ctx.bus.final_event(request_id).await,
+        };
+        let mut events = events.map_err(|e| unavailable(e.to_string()))?;
         intake::submit(&self.ctx, request, None, &trace, by).await?;
         let wait = async {
             while let Some(event) = events.next().await {

@@ -62,7 +62,7 @@ pub async fn stored_state(config: &Config, request_id: uuid::Uuid) -> Option<Loo
     let js = async_nats::jetstream::new(client);
     let ttl = config.loop_ttl();
     let store = KvStore::open(&js, &config.subjects().loops_bucket(), ttl, config.nats.replicas).await.expect("kv");
-    store.load(request_id).await.expect("load").map(|(s, _)| s)
+    store.load(request_id).await.expect("load").map(|(s, _)| std::sync::Arc::unwrap_or_clone(s))
 }
 
 /// Every `final` event the deployment's events stream holds, counted per request: more than one for a request

@@ -13,19 +13,18 @@ use std::{
 use async_trait::async_trait;
 use futures::{StreamExt, stream::BoxStream};
 use sleuth_messages::{AskReply, Envelope, Event, LoopState, Principal, ReplyTo, Stage, WorkItem};
-use tokio::sync::{Mutex, broadcast, mpsc};
+use tokio::sync::{broadcast, mpsc};
 use uuid::Uuid;
 
 use super::{
-    Backlog, Bus, BusError, Cancel, DeadLetter, DeadlineQueue, Delivery, WorkQueue, memory_timers::MemoryDeadlines,
+    Backlog, Bus, BusError, Cancel, DeadLetter, DeadlineQueue, Delivery, WorkQueue,
+    memory_events::{Follow, MemoryEvents},
+    memory_timers::MemoryDeadlines,
 };
 use crate::telemetry::TraceHeaders;
 
 /// How many message ids the de-duplication window remembers.
 const DEDUP_WINDOW: usize = 100_000;
-
-/// How many requests' events are kept for late subscribers (the oldest are forgotten first).
-const HISTORY_REQUESTS: usize = 10_000;
 
 #[derive(Debug, Clone)]
 struct Queued {
@@ -37,7 +36,7 @@ struct Queued {
 /// A stage's channel. What it sends is counted, and so is what its queue delivers: the difference is the backlog.
 #[derive(Clone)]
 struct Sender {
-    tx: mpsc::UnboundedSender<Queued>,
+    tx: async_channel::Sender<Queued>,
     counts: Arc<Counts>,
 }
 
@@ -51,21 +50,16 @@ impl Sender {
     fn send(&self, queued: Queued) -> Result<(), BusError> {
         // Counted first, so a concurrent delivery never makes `delivered` overtake `sent`.
         self.counts.sent.fetch_add(1, Ordering::Relaxed);
-        self.tx.send(queued).map_err(|_| {
+        self.tx.try_send(queued).map_err(|_| {
             self.counts.sent.fetch_sub(1, Ordering::Relaxed);
             BusError::Unavailable("memory bus closed".into())
         })
     }
 }
-/// Each recent request's events, and the requests in arrival order (the oldest is forgotten first).
-type History = (HashMap<Uuid, Vec<Event>>, VecDeque<Uuid>);
-
 pub struct MemoryBus {
     queues: StdMutex<HashMap<Stage, (Sender, Arc<MemoryQueue>)>>,
     seen: StdMutex<(HashSet<String>, VecDeque<String>)>,
-    events: broadcast::Sender<Event>,
-    /// The events of the latest requests, so a late subscriber still sees the whole request.
-    history: StdMutex<History>,
+    events: MemoryEvents,
     dead_tx: mpsc::UnboundedSender<DeadLetter>,
     dead_rx: StdMutex<Option<mpsc::UnboundedReceiver<DeadLetter>>>,
     deadlines: Arc<MemoryDeadlines>,
@@ -81,8 +75,7 @@ impl MemoryBus {
             cancels: broadcast::channel(1024).0,
             queues: StdMutex::new(HashMap::new()),
             seen: StdMutex::new((HashSet::new(), VecDeque::new())),
-            events: broadcast::channel(4096).0,
-            history: StdMutex::new((HashMap::new(), VecDeque::new())),
+            events: MemoryEvents::default(),
             dead_tx,
             dead_rx: StdMutex::new(Some(dead_rx)),
             max_deliver: max_deliver.max(1),
@@ -94,10 +87,10 @@ impl MemoryBus {
         queues
             .entry(stage)
             .or_insert_with(|| {
-                let (tx, rx) = mpsc::unbounded_channel();
+                let (tx, rx) = async_channel::unbounded();
                 let tx = Sender { tx, counts: Arc::default() };
                 let queue = Arc::new(MemoryQueue {
-                    rx: Mutex::new(rx),
+                    rx,
                     tx: tx.clone(),
                     dead_tx: self.dead_tx.clone(),
                     max_deliver: self.max_deliver,
@@ -153,19 +146,7 @@ impl Bus for MemoryBus {
         _trace: &TraceHeaders,
     ) -> Result<(), BusError> {
         if self.first_sighting(event.msg_id()) {
-            let mut guard = self.history.lock().expect("history poisoned");
-            let (events, order) = &mut *guard;
-            if !events.contains_key(&event.request_id) {
-                order.push_back(event.request_id);
-                if order.len() > HISTORY_REQUESTS
-                    && let Some(old) = order.pop_front()
-                {
-                    events.remove(&old);
-                }
-            }
-            events.entry(event.request_id).or_default().push(event.clone());
-            drop(guard);
-            let _ = self.events.send(event.clone());
+            self.events.publish(event);
         }
         Ok(())
     }
@@ -186,20 +167,11 @@ impl Bus for MemoryBus {
     }
 
     async fn events(&self, request_id: Uuid) -> Result<BoxStream<'static, Event>, BusError> {
-        let live = self.events.subscribe();
-        let past = self.history.lock().expect("history poisoned").0.get(&request_id).cloned().unwrap_or_default();
-        let seen: HashSet<String> = past.iter().map(Event::msg_id).collect();
-        let live = futures::stream::unfold(live, |mut rx| async move {
-            loop {
-                match rx.recv().await {
-                    Ok(event) => return Some((event, rx)),
-                    Err(broadcast::error::RecvError::Lagged(_)) => continue,
-                    Err(broadcast::error::RecvError::Closed) => return None,
-                }
-            }
-        })
-        .filter(move |e| std::future::ready(e.request_id == request_id && !seen.contains(&e.msg_id())));
-        Ok(futures::stream::iter(past).chain(live).boxed())
+        Ok(self.events.subscribe(request_id, Follow::Every))
+    }
+
+    async fn final_event(&self, request_id: Uuid) -> Result<BoxStream<'static, Event>, BusError> {
+        Ok(self.events.subscribe(request_id, Follow::Final))
     }
 
     async fn publish_deadline(&self, envelope: &Envelope, trace: &TraceHeaders) -> Result<(), BusError> {
@@ -243,13 +215,16 @@ impl Bus for MemoryBus {
         self.max_deliver
     }
 
-    fn ack_wait(&self) -> Duration {
-        Duration::from_secs(30)
+    fn ack_wait(&self) -> Option<Duration> {
+        None
     }
 }
 
 pub struct MemoryQueue {
-    rx: Mutex<mpsc::UnboundedReceiver<Queued>>,
+    /// Shared by the stage's workers: a message wakes the one worker that takes it (behind a lock, each delivery
+    /// also woke the next worker in line for the lock, a second wake per hop that sent the runtime's threads
+    /// waking each other).
+    rx: async_channel::Receiver<Queued>,
     tx: Sender,
     dead_tx: mpsc::UnboundedSender<DeadLetter>,
     max_deliver: u32,
@@ -258,7 +233,7 @@ pub struct MemoryQueue {
 #[async_trait]
 impl WorkQueue for MemoryQueue {
     async fn next(&self) -> Result<Option<Box<dyn Delivery>>, BusError> {
-        let queued = self.rx.lock().await.recv().await;
+        let queued = self.rx.recv().await.ok();
         if queued.is_some() {
             self.tx.counts.delivered.fetch_add(1, Ordering::Relaxed);
         }

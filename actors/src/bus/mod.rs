@@ -3,6 +3,7 @@
 
 pub mod dead_stream;
 pub mod memory;
+pub mod memory_events;
 pub mod memory_timers;
 pub mod nats;
 
@@ -127,6 +128,13 @@ pub trait Bus: Send + Sync + 'static {
     async fn dead_letters(&self, stages: &[Stage]) -> Result<BoxStream<'static, DeadLetter>, BusError>;
     /// A request's events from the beginning, then live.
     async fn events(&self, request_id: Uuid) -> Result<BoxStream<'static, Event>, BusError>;
+    /// A request's final event alone (its answer or error), for a requester that shows no progress. The in-process
+    /// bus then wakes the requester once per request instead of at every hop.
+    async fn final_event(&self, request_id: Uuid) -> Result<BoxStream<'static, Event>, BusError> {
+        use futures::StreamExt;
+        let events = self.events(request_id).await?;
+        Ok(events.filter(|e| std::future::ready(e.kind == sleuth_messages::EventKind::Final)).boxed())
+    }
     /// Arms a request's deadline timer (de-duplicated per request).
     async fn publish_deadline(&self, envelope: &Envelope, trace: &TraceHeaders) -> Result<(), BusError>;
     /// The deadline timers; every watchdog of the deployment shares them, each timer goes to one.
@@ -139,8 +147,9 @@ pub trait Bus: Send + Sync + 'static {
     async fn backlog(&self, stage: Stage) -> Result<Backlog, BusError>;
     /// Deliveries after which a message is dead-lettered.
     fn max_deliver(&self) -> u32;
-    /// How long a delivery may go without an ack or progress signal before it is redelivered.
-    fn ack_wait(&self) -> Duration;
+    /// How long a delivery may go without an ack or progress signal before it is redelivered; `None` when a
+    /// delivery in hand is never taken back (the in-process bus hands one back only when it is dropped).
+    fn ack_wait(&self) -> Option<Duration>;
     /// Sends what this process has buffered: acks go out without waiting for the server, so a process that
     /// stops flushes them first (one that dies without it has its deliveries redelivered, handled as duplicates).
     async fn flush(&self) -> Result<(), BusError> {

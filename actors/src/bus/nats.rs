@@ -340,8 +340,8 @@ impl Bus for NatsBus {
         })
     }
 
-    fn ack_wait(&self) -> Duration {
-        self.config.ack_wait()
+    fn ack_wait(&self) -> Option<Duration> {
+        Some(self.config.ack_wait())
     }
 }
 

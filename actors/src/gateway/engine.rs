@@ -119,7 +119,7 @@ impl Engine {
                     .await?
             }
         };
-        Ok(store.load(request_id).await.map_err(unavailable)?.map(|(state, _)| state))
+        Ok(store.load(request_id).await.map_err(unavailable)?.map(|(state, _)| std::sync::Arc::unwrap_or_clone(state)))
     }
 
     /// Cancels a request; the caller has checked that its requester may.

@@ -74,7 +74,7 @@ impl Cancellations {
 /// A tenant's cancellation (`by`) of a request that is not its own does nothing.
 pub async fn cancel(ctx: &NodeContext, request_id: Uuid, by: Option<&Principal>) -> anyhow::Result<bool> {
     if by.is_some() {
-        let owner = ctx.store.load(request_id).await?.and_then(|(state, _)| state.owner);
+        let owner = ctx.store.load(request_id).await?.and_then(|(state, _)| state.owner.clone());
         if !Principal::may_act_on(by, owner.as_ref()) {
             tracing::warn!(request_id = %request_id, by = ?by, "cancellation refused: the request is not the tenant's");
             return Ok(false);

@@ -67,6 +67,7 @@ async fn end(
             let Some((state, revision)) = kv::load(ctx, request_id).await? else { return Ok(false) };
             tracing::Span::current().record("sleuth.turn", state.turn);
             let Some(done) = transition(&state) else { return Ok(false) };
+            let done = std::sync::Arc::new(done);
             let Some(committed) = kv::compare_and_swap(ctx, &done, revision).await? else { continue };
             publish_all(ctx, &done, Some(committed), None, parent, true).await?;
             on_finished(&done);

@@ -12,7 +12,10 @@
 //! Each delivery is one span (`plan`, `retrieve`, `graph`, `grade`, `synthesize`), a child of the span that
 //! published the work, so a request is one trace however many processes it crosses.
 
-use std::time::{Duration, Instant};
+use std::{
+    sync::Arc,
+    time::{Duration, Instant},
+};
 
 use anyhow::Context;
 use sleuth_messages::{ErrorKind, ErrorResponse, LoopState, Phase, Stage};
@@ -89,7 +92,10 @@ pub async fn process(
     let cancellation = ctx.cancels.register(id);
     let scope = Scope { request_id: id, turn: item.envelope.turn, stage: stage.as_str() };
     let started = Instant::now();
-    let work = run(ctx, logic, &*delivery, snapshot, cancellation.token());
+    // The hop's futures are boxed where they are made: each is kilobytes (the loop state lives in them across
+    // awaits), and unboxed they made the worker's future about 20 KB, copied four times per hop as the actor
+    // runtime moved it (two thirds of the embedded hop's instructions were `memcpy`; BENCHMARKS "fourth measurement").
+    let work = Box::pin(run(ctx, logic, &*delivery, snapshot, cancellation.token()));
     let result = scope::within(scope, work.instrument(span.clone())).await;
     drop(cancellation);
     let outcome = match result {
@@ -102,7 +108,7 @@ pub async fn process(
                 // (its first delivery may have died between the commit and the reply).
                 let ended_here = handled == Handled::Applied && state.phase == Phase::Done;
                 let replies = ended_here || (stage == Stage::Synthesizer && attempt > 1);
-                let publish = publish_all(ctx, state, revision, Some(stage), delivery.trace(), replies);
+                let publish = Box::pin(publish_all(ctx, state, revision, Some(stage), delivery.trace(), replies));
                 scope::within(scope, publish.instrument(span.clone())).await.context("cannot publish next messages")?;
                 if ended_here {
                     on_finished(state);
@@ -118,7 +124,7 @@ pub async fn process(
             telemetry::record_error(&span, &format!("{err:#}"));
             span.in_scope(|| tracing::error!(error = format!("{err:#}"), "last delivery failed, ending the request"));
             let error = ErrorResponse::new(ErrorKind::DeadLetter, format!("{stage} failed {attempt} times: {err:#}"));
-            finish::end_with_error(ctx, id, error).instrument(span.clone()).await?;
+            Box::pin(finish::end_with_error(ctx, id, error)).instrument(span.clone()).await?;
             delivery.ack().await.context("cannot ack")?;
             ctx.stats.incr(stage, Counter::DeadLetters);
             Ok(Handled::DeadLettered)
@@ -149,7 +155,7 @@ const MAX_CONFLICTS: u32 = 16;
 
 /// The work's outcome, the state it leaves (to publish from) and the revision that state was committed at, when
 /// known.
-type Ran = (Handled, Option<LoopState>, Option<u64>);
+type Ran = (Handled, Option<Arc<LoopState>>, Option<u64>);
 
 async fn run(
     ctx: &NodeContext,
@@ -169,7 +175,7 @@ async fn run(
         // The carried state is used once: after a conflict the store has something newer.
         let from_message = carried.is_some();
         let loaded = match carried.take() {
-            Some(carried) => Some(carried),
+            Some((state, revision)) => Some((Arc::new(state), revision)),
             None => kv::load(ctx, id).await?,
         };
         let Some((state, revision)) = loaded else {
@@ -206,6 +212,7 @@ async fn run(
             let (state, revision) = note_duplicate(ctx, state, revision).await;
             return Ok((Handled::Duplicate, state, revision));
         };
+        let next = Arc::new(next);
         match kv::compare_and_swap(ctx, &next, revision).await? {
             Some(committed) => return Ok((Handled::Applied, Some(next), Some(committed))),
             None => {
@@ -228,11 +235,11 @@ async fn run(
 /// when the request is gone) and the revision it was committed at, when this call committed it.
 async fn note_duplicate(
     ctx: &NodeContext,
-    mut state: LoopState,
+    mut state: Arc<LoopState>,
     mut revision: u64,
-) -> (Option<LoopState>, Option<u64>) {
+) -> (Option<Arc<LoopState>>, Option<u64>) {
     for _ in 0..5 {
-        state.counters.duplicates_skipped += 1;
+        Arc::make_mut(&mut state).counters.duplicates_skipped += 1;
         match kv::compare_and_swap(ctx, &state, revision).await {
             Ok(Some(committed)) => return (Some(state), Some(committed)),
             _ => match kv::load(ctx, state.request_id).await {
@@ -246,12 +253,14 @@ async fn note_duplicate(
 }
 
 /// Runs `work` while telling the bus, every third of AckWait, that the delivery is still being worked on
-/// (`in_progress` sends one progress ack).
+/// (`in_progress` sends one progress ack). A bus without an AckWait needs none, and no timer is armed (arming one
+/// per hop woke the runtime's parked thread to move its timer wheel's next deadline).
 pub(super) async fn with_progress<T, P: Future<Output = Result<(), BusError>>>(
     in_progress: impl Fn() -> P,
-    ack_wait: Duration,
+    ack_wait: Option<Duration>,
     work: impl Future<Output = T>,
 ) -> T {
+    let Some(ack_wait) = ack_wait else { return work.await };
     let period = (ack_wait / 3).max(Duration::from_millis(50));
     let ticker = async {
         let mut interval = tokio::time::interval_at(tokio::time::Instant::now() + period, period);

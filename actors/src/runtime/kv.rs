@@ -1,6 +1,8 @@
 //! Loop-state reads and compare-and-swaps as the runtime does them: each swap under a span that records the
 //! revision and whether it conflicted, so a trace shows every contended write.
 
+use std::sync::Arc;
+
 use sleuth_messages::LoopState;
 use tracing::{Instrument, field::Empty};
 use uuid::Uuid;
@@ -10,12 +12,16 @@ use crate::{scoped_span, store::StoreError};
 
 /// The state and its revision, or `None` when the request is unknown or expired. Not a span of its own (every
 /// hop starts with one; the hop's span and the `kv.cas` after it say what it read).
-pub async fn load(ctx: &NodeContext, request_id: Uuid) -> Result<Option<(LoopState, u64)>, StoreError> {
+pub async fn load(ctx: &NodeContext, request_id: Uuid) -> Result<Option<(Arc<LoopState>, u64)>, StoreError> {
     ctx.store.load(request_id).await
 }
 
 /// Replaces the state if its revision is still `revision`. `Ok(None)` is a conflict: another writer won.
-pub async fn compare_and_swap(ctx: &NodeContext, state: &LoopState, revision: u64) -> Result<Option<u64>, StoreError> {
+pub async fn compare_and_swap(
+    ctx: &NodeContext,
+    state: &Arc<LoopState>,
+    revision: u64,
+) -> Result<Option<u64>, StoreError> {
     let span = scoped_span!(
         "kv.cas",
         otel.kind = "client",

@@ -309,7 +309,7 @@ mod tests {
         let revision = futures::executor::block_on(store.load(request_id)).unwrap().map(|(_, r)| r);
         match revision {
             None => futures::executor::block_on(store.create(&state)).map(|_| ()),
-            Some(r) => futures::executor::block_on(store.compare_and_swap(&state, r)).map(|_| ()),
+            Some(r) => futures::executor::block_on(store.compare_and_swap(&std::sync::Arc::new(state), r)).map(|_| ()),
         }
         .unwrap();
     }

@@ -1,6 +1,7 @@
 //! [`MemoryStore`]: the embedded mode's state store, a map with revisions. It keeps the states themselves, not
-//! their encoding: a read is a copy of what was written, which is what decoding the KV bucket's bytes gives (the
-//! codec's round trip is pinned by its golden tests and fuzzed), without paying for a decode on every hop. States
+//! their encoding: a read is the written state, shared and immutable, which is what decoding the KV bucket's bytes
+//! gives (the codec's round trip is pinned by its golden tests and fuzzed), without paying for a decode or a copy
+//! on every hop. States
 //! expire like the bucket's: `ttl` after their last write, and a finished request's [`DONE_TTL`] after it
 //! finished, so a long-running process holds only the requests of the last minute or so.
 
@@ -84,15 +85,12 @@ impl StateStore for MemoryStore {
         Ok(1)
     }
 
-    async fn load(&self, request_id: Uuid) -> Result<Option<(LoopState, u64)>, StoreError> {
-        // The lock is held for an `Arc` clone; the state is copied after it is released.
-        let entry =
-            self.entries.lock().expect("store poisoned").live(&request_id).map(|e| (e.state.clone(), e.revision));
-        Ok(entry.map(|(state, revision)| (LoopState::clone(&state), revision)))
+    async fn load(&self, request_id: Uuid) -> Result<Option<(Arc<LoopState>, u64)>, StoreError> {
+        Ok(self.entries.lock().expect("store poisoned").live(&request_id).map(|e| (e.state.clone(), e.revision)))
     }
 
-    async fn compare_and_swap(&self, state: &LoopState, revision: u64) -> Result<u64, StoreError> {
-        let written = Arc::new(state.clone());
+    async fn compare_and_swap(&self, state: &Arc<LoopState>, revision: u64) -> Result<u64, StoreError> {
+        let written = state.clone();
         let expires = self.expiry(state);
         let mut entries = self.entries.lock().expect("store poisoned");
         match entries.live(&state.request_id) {
@@ -126,7 +124,7 @@ mod tests {
         tokio::time::sleep(Duration::from_millis(250)).await;
         assert!(store.load(running.request_id).await.unwrap().is_none(), "expired after its ttl");
         assert!(
-            matches!(store.compare_and_swap(&running, 1).await, Err(StoreError::Conflict)),
+            matches!(store.compare_and_swap(&Arc::new(running), 1).await, Err(StoreError::Conflict)),
             "an expired state cannot be updated"
         );
 
@@ -134,7 +132,7 @@ mod tests {
         let mut done = state(Phase::Planning);
         store.create(&done).await.unwrap();
         done.phase = Phase::Done;
-        store.compare_and_swap(&done, 1).await.unwrap();
+        store.compare_and_swap(&Arc::new(done.clone()), 1).await.unwrap();
         let expires = store.entries.lock().unwrap().map[&done.request_id].expires;
         assert!(expires <= Instant::now() + DONE_TTL, "a finished request is kept only {DONE_TTL:?}");
     }

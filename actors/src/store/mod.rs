@@ -16,6 +16,8 @@ pub use graph_types::GraphTypes;
 /// The description of the `sleuth_meta` bucket, which holds deployment-wide values.
 pub const META_DESCRIPTION: &str = "sleuth deployment counters";
 
+use std::sync::Arc;
+
 use async_trait::async_trait;
 use sleuth_messages::LoopState;
 use uuid::Uuid;
@@ -37,8 +39,10 @@ pub enum StoreError {
 pub trait StateStore: Send + Sync + 'static {
     /// Stores a new request's state; fails with `AlreadyExists` if the id is taken.
     async fn create(&self, state: &LoopState) -> Result<u64, StoreError>;
-    /// The state and its revision, or `None` if unknown (or expired).
-    async fn load(&self, request_id: Uuid) -> Result<Option<(LoopState, u64)>, StoreError>;
-    /// Replaces the state if its revision is still `revision`; returns the new revision.
-    async fn compare_and_swap(&self, state: &LoopState, revision: u64) -> Result<u64, StoreError>;
+    /// The state and its revision, or `None` if unknown (or expired). Shared, not copied: a hop reads it and
+    /// derives the next state from it (the in-process store hands out the `Arc` it keeps).
+    async fn load(&self, request_id: Uuid) -> Result<Option<(Arc<LoopState>, u64)>, StoreError>;
+    /// Replaces the state if its revision is still `revision`; returns the new revision. The in-process store keeps
+    /// the `Arc` itself, so a hop's commit copies nothing.
+    async fn compare_and_swap(&self, state: &Arc<LoopState>, revision: u64) -> Result<u64, StoreError>;
 }

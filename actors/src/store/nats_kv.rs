@@ -1,7 +1,7 @@
 //! [`KvStore`]: loop state in the JetStream KV bucket `sleuth_loops`, updated with compare-and-swap on the
 //! entry's revision.
 
-use std::time::Duration;
+use std::{sync::Arc, time::Duration};
 
 use async_nats::jetstream::{self, kv};
 use async_trait::async_trait;
@@ -49,17 +49,17 @@ impl StateStore for KvStore {
         })
     }
 
-    async fn load(&self, request_id: Uuid) -> Result<Option<(LoopState, u64)>, StoreError> {
+    async fn load(&self, request_id: Uuid) -> Result<Option<(Arc<LoopState>, u64)>, StoreError> {
         let entry = self.kv.entry(request_id.to_string()).await.map_err(unavailable)?;
         match entry {
             Some(entry) if entry.operation == kv::Operation::Put => codec::decode::<LoopState>(&entry.value)
-                .map(|(state, _)| Some((state, entry.revision)))
+                .map(|(state, _)| Some((Arc::new(state), entry.revision)))
                 .map_err(|e| StoreError::Corrupt(e.to_string())),
             _ => Ok(None),
         }
     }
 
-    async fn compare_and_swap(&self, state: &LoopState, revision: u64) -> Result<u64, StoreError> {
+    async fn compare_and_swap(&self, state: &Arc<LoopState>, revision: u64) -> Result<u64, StoreError> {
         self.kv.update(state.request_id.to_string(), encode(state)?, revision).await.map_err(|e| match e.kind() {
             kv::UpdateErrorKind::WrongLastRevision => StoreError::Conflict,
             _ => unavailable(e),

@@ -138,7 +138,7 @@ async fn ask(node: &Node, question: &str) -> sleuth_messages::LoopState {
     let request = AskRequest { request_id: Some(request_id), ..AskRequest::new(question) };
     let reply = node.ask(request, None).await.unwrap();
     assert!(matches!(reply.outcome, Outcome::Answer(_)), "{reply:?}");
-    node.ctx.store.load(request_id).await.unwrap().unwrap().0
+    std::sync::Arc::unwrap_or_clone(node.ctx.store.load(request_id).await.unwrap().unwrap().0)
 }
 
 async fn node_with(dir: &std::path::Path, docs: Vec<Document>) -> Node {

@@ -47,7 +47,7 @@ async fn run(config: Config, question: &str) -> (AgentResponse, LoopState) {
     let (state, _) = node.ctx.store.load(request_id).await.unwrap().expect("stored state");
     node.shutdown().await;
     match reply.outcome {
-        Outcome::Answer(answer) => (answer, state),
+        Outcome::Answer(answer) => (answer, std::sync::Arc::unwrap_or_clone(state)),
         Outcome::Error(e) => panic!("expected an answer, got {e}"),
     }
 }

@@ -200,7 +200,7 @@ async fn ask_all(node: &Node) -> Vec<(AgentResponse, LoopState)> {
         let (state, _) = node.ctx.store.load(reply.request_id.unwrap()).await.unwrap().expect("state");
         let Outcome::Answer(answer) = reply.outcome else { panic!("{question}: {:?}", reply.outcome) };
         check(question, expected, &answer, &state);
-        out.push((answer, state));
+        out.push((answer, std::sync::Arc::unwrap_or_clone(state)));
     }
     out
 }

@@ -16,7 +16,7 @@ async fn ask(node: &Node, question: &str) -> (AgentResponse, LoopState) {
     let request_id = reply.request_id.expect("request id");
     let (state, _) = node.ctx.store.load(request_id).await.unwrap().expect("stored state");
     match reply.outcome {
-        Outcome::Answer(answer) => (answer, state),
+        Outcome::Answer(answer) => (answer, std::sync::Arc::unwrap_or_clone(state)),
         Outcome::Error(e) => panic!("{question}: expected an answer, got {e}"),
     }
 }
