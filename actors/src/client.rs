@@ -13,7 +13,7 @@ use sleuth_messages::{
 use crate::{
     config::Config,
     node::{self, Node},
-    store::{IndexGeneration, StateStore, nats_kv::KvStore},
+    store::{IndexGeneration, StateStore, nats_loops::LoopStream},
     telemetry::TraceHeaders,
 };
 
@@ -107,8 +107,7 @@ pub async fn search(
 /// A request's stored loop state on a cluster: its plan, every step and report. `None` once it has expired.
 pub async fn remote_state(url: &str, config: &Config, request_id: uuid::Uuid) -> anyhow::Result<Option<LoopState>> {
     let client = crate::nats_client::connect(url, "sleuth ask").await?;
-    let js = async_nats::jetstream::new(client);
-    let store = KvStore::open(&js, &config.subjects().loops_bucket(), config.loop_ttl(), config.nats.replicas).await?;
+    let store = LoopStream::new(&client, config)?;
     Ok(store.load(request_id).await?.map(|(state, _)| std::sync::Arc::unwrap_or_clone(state)))
 }
 
@@ -132,8 +131,8 @@ pub async fn announce_entity_types(config: &Config, types: &crate::entity_types:
     Ok(true)
 }
 
-/// Creates (or finds) everything a deployment needs on NATS: the work and events streams, every stage's durable
-/// consumer and the watchdog's, and the KV buckets. Idempotent; refuses, with the command that fixes it, a
+/// Creates (or finds) everything a deployment needs on NATS: the loop, timer, events and dead-letter streams,
+/// every stage's durable consumer and the watchdog's, and the KV buckets. Idempotent; refuses, with the command that fixes it, a
 /// stream that exists with other replicas than `nats.replicas`. Run it as a user allowed to create them (the
 /// admin user of `deploy/nats/accounts.conf`); stage users may then only use them. With `database.url`, it also
 /// migrates the graph schema in Postgres and lets `database.reader_role` read it (as the schema's owner), so that
@@ -145,8 +144,6 @@ pub async fn setup(config: &Config) -> anyhow::Result<String> {
     let consumers = bus.provision_consumers().await?;
     let subjects = config.subjects();
     let (js, replicas) = (bus.jetstream(), config.nats.replicas);
-    let loops = config.loop_ttl();
-    KvStore::open(js, &subjects.loops_bucket(), loops, replicas).await?;
     let conversations = Duration::from_secs(config.intake.conversation_ttl_s);
     let description = "sleuth conversations, one key per conversation_id";
     crate::store::bucket::KvBucket::open(js, &subjects.conversations_bucket(), conversations, replicas, description)
@@ -156,10 +153,10 @@ pub async fn setup(config: &Config) -> anyhow::Result<String> {
     // An existing stream keeps the replicas it was created with: a deployment moved to a cluster would go on
     // running on one copy while believing it has three.
     let streams = [
+        subjects.loops_stream(),
         subjects.work_stream(),
         subjects.events_stream(),
         subjects.dead_stream(),
-        format!("KV_{}", subjects.loops_bucket()),
         format!("KV_{}", subjects.conversations_bucket()),
         format!("KV_{}", subjects.meta_bucket()),
         format!("KV_{}", subjects.quotas_bucket()),
@@ -174,12 +171,12 @@ pub async fn setup(config: &Config) -> anyhow::Result<String> {
         );
     }
     let nats = format!(
-        "streams {}, {} and {}, consumers {}, buckets {}, {}, {} and {}: ready ({replicas} replica(s) each)",
+        "streams {}, {}, {} and {}, consumers {}, buckets {}, {} and {}: ready ({replicas} replica(s) each)",
+        subjects.loops_stream(),
         subjects.work_stream(),
         subjects.events_stream(),
         subjects.dead_stream(),
         consumers.join(", "),
-        subjects.loops_bucket(),
         subjects.conversations_bucket(),
         subjects.meta_bucket(),
         subjects.quotas_bucket(),

@@ -118,8 +118,8 @@ mod tests {
         let prefixes = vec!["_INBOX.".to_string()];
         assert!(is_inbox("_INBOX.abc123.7", &prefixes));
         for bad in [
-            "$KV.sleuth_loops.5f0e7a52-8d4b-4d5c-a3d7-9c9f3e1c2b10",
-            "sleuth.v1.work.synthesizer.x",
+            "sleuth.v1.loop.5f0e7a52-8d4b-4d5c-a3d7-9c9f3e1c2b10.state",
+            "sleuth.v1.loop.5f0e7a52-8d4b-4d5c-a3d7-9c9f3e1c2b10.synthesizer",
             "$JS.API.STREAM.DELETE.SLEUTH_WORK",
             "_INBOX.",
             "_INBOX.>",

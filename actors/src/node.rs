@@ -36,7 +36,8 @@ use crate::{
         llm_synthesizer::LlmSynthesizer, planner::Planner, retrieve::Retrieve, synthesizer::Synthesizer,
     },
     store::{
-        Conversations, GraphTypes, IndexGeneration, StateStore, bucket::KvBucket, memory::MemoryStore, nats_kv::KvStore,
+        Conversations, GraphTypes, IndexGeneration, StateStore, bucket::KvBucket, memory::MemoryStore,
+        nats_loops::LoopStream,
     },
     telemetry::{TraceHeaders, context, http::Health, metrics},
 };
@@ -177,8 +178,7 @@ impl Node {
         let client = connect(&url, stages, &health).await?;
         let bus = NatsBus::start(client.clone(), config.clone()).await?;
         let subjects = config.subjects();
-        let ttl = config.loop_ttl();
-        let store = KvStore::open(bus.jetstream(), &subjects.loops_bucket(), ttl, config.nats.replicas).await?;
+        let store = LoopStream::new(&client, &config)?;
         let (graph_owner, retriever, graph) = open_backends(&config, stages, &health).await?;
         let js = bus.jetstream();
         let ttl = Duration::from_secs(config.intake.conversation_ttl_s);

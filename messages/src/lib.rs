@@ -48,7 +48,7 @@ pub use report::{CheckOutcome, SufficiencyReport};
 pub use response::{AgentResponse, AnswerKind, Citation, ShortAnswer, TerminationReason};
 pub use result::{CacheStats, GraphPath, GraphResult, Hit, RetrievalResult};
 pub use step::{Action, ActionKind, ClarifyingQuestion, MAX_PARALLEL_ACTIONS, NextStep};
-pub use work::{MAX_CARRIED_STATE_BYTES, Snapshot, WorkMessage, encode_work};
+pub use work::{MAX_CARRIED_STATE_BYTES, Snapshot, WorkMessage, encode_commit, encode_work};
 
 /// Free-form structured data (filters, evidence, metadata); a `BTreeMap` so encodings are deterministic.
 pub type JsonMap = std::collections::BTreeMap<String, serde_json::Value>;

@@ -5,14 +5,33 @@ use uuid::Uuid;
 use crate::envelope::Stage;
 
 pub const DEFAULT_PREFIX: &str = "sleuth.v1";
+/// The deadline timers (a WorkQueue stream; its name is older than the loop stream that took the stages' work).
 pub const WORK_STREAM: &str = "SLEUTH_WORK";
+/// Every request's loop: its state and its work, one stream (see [`Subjects::loop_of`]).
+pub const LOOPS_STREAM: &str = "SLEUTH_LOOPS";
 pub const EVENTS_STREAM: &str = "SLEUTH_EVENTS";
 /// Where a dead work message is kept, for an operator to read or re-publish.
 pub const DEAD_STREAM: &str = "SLEUTH_DEAD";
-pub const LOOPS_BUCKET: &str = "sleuth_loops";
 pub const CONVERSATIONS_BUCKET: &str = "sleuth_conversations";
 pub const META_BUCKET: &str = "sleuth_meta";
 pub const QUOTAS_BUCKET: &str = "sleuth_quotas";
+
+/// A message of the loop stream: whose, and what it is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LoopSubject {
+    pub request_id: Uuid,
+    pub kind: LoopKind,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LoopKind {
+    /// The state alone ([`Subjects::loop_state`]).
+    State,
+    /// Work for a stage, carrying the state it commits ([`Subjects::loop_commit`]).
+    Commit(Stage),
+    /// Work for a stage and its action slot, sent after the commit ([`Subjects::loop_work`]).
+    Work(Stage, u32),
+}
 
 /// Names for one deployment. Tests use a unique prefix and suffix so they can share a server.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -42,14 +61,49 @@ impl Subjects {
     pub fn hydrate(&self) -> String {
         format!("{}.hydrate", self.prefix)
     }
-    pub fn work(&self, stage: Stage, request_id: Uuid) -> String {
-        format!("{}.work.{}.{}", self.prefix, stage, request_id)
-    }
-    pub fn work_filter(&self, stage: Stage) -> String {
-        format!("{}.work.{}.>", self.prefix, stage)
-    }
+    /// What the deadline-timer stream holds (`<prefix>.work.>`: only the timers, [`Subjects::deadline`], are
+    /// published there now).
     pub fn work_all(&self) -> String {
         format!("{}.work.>", self.prefix)
+    }
+    /// Everything one request's loop has written: `<prefix>.loop.<request_id>.*`. The last message on it is the
+    /// request's state, and its stream sequence the state's revision: every write to it expects that revision
+    /// (`Nats-Expected-Last-Subject-Sequence` with this subject), so a write is a compare-and-swap.
+    pub fn loop_of(&self, request_id: Uuid) -> String {
+        format!("{}.loop.{}.*", self.prefix, request_id)
+    }
+    /// A commit of the state alone (a join that waits for a sibling, an ending).
+    pub fn loop_state(&self, request_id: Uuid) -> String {
+        format!("{}.loop.{}.state", self.prefix, request_id)
+    }
+    /// Work for `stage` that is also the commit of the state it carries: one write per hop.
+    pub fn loop_commit(&self, stage: Stage, request_id: Uuid) -> String {
+        format!("{}.loop.{}.{}", self.prefix, request_id, stage)
+    }
+    /// Work for `stage` sent after its commit (a turn's second action; a re-send): outside [`Subjects::loop_of`],
+    /// so it never becomes the request's state.
+    pub fn loop_work(&self, stage: Stage, request_id: Uuid, step: u32) -> String {
+        format!("{}.loop.{}.{}.{}", self.prefix, request_id, stage, step)
+    }
+    /// The work of `stage`, both kinds: what its consumer takes.
+    pub fn loop_filters(&self, stage: Stage) -> Vec<String> {
+        vec![format!("{}.loop.*.{}", self.prefix, stage), format!("{}.loop.*.{}.*", self.prefix, stage)]
+    }
+    pub fn loops_all(&self) -> String {
+        format!("{}.loop.>", self.prefix)
+    }
+    /// Reads a subject of the loop stream.
+    pub fn parse_loop(&self, subject: &str) -> Option<LoopSubject> {
+        let rest = subject.strip_prefix(self.prefix.as_str())?.strip_prefix(".loop.")?;
+        let mut tokens = rest.split('.');
+        let request_id = Uuid::parse_str(tokens.next()?).ok()?;
+        let kind = match (tokens.next()?, tokens.next(), tokens.next()) {
+            ("state", None, _) => LoopKind::State,
+            (stage, None, _) => LoopKind::Commit(Stage::parse(stage)?),
+            (stage, Some(step), None) => LoopKind::Work(Stage::parse(stage)?, step.parse().ok()?),
+            _ => return None,
+        };
+        Some(LoopSubject { request_id, kind })
     }
     pub fn events(&self, request_id: Uuid) -> String {
         format!("{}.events.{}", self.prefix, request_id)
@@ -101,8 +155,8 @@ impl Subjects {
     pub fn dead_all(&self) -> String {
         format!("{}.dead.>", self.prefix)
     }
-    pub fn loops_bucket(&self) -> String {
-        format!("{LOOPS_BUCKET}{}", self.suffix)
+    pub fn loops_stream(&self) -> String {
+        format!("{LOOPS_STREAM}{}", self.suffix)
     }
     /// Recent turns per `conversation_id`, with a TTL.
     pub fn conversations_bucket(&self) -> String {
@@ -130,11 +184,14 @@ mod tests {
         let s = Subjects::default();
         let id = Uuid::nil();
         assert_eq!(s.ask(), "sleuth.v1.ask");
-        assert_eq!(s.work(Stage::Planner, id), format!("sleuth.v1.work.planner.{id}"));
-        assert_eq!(s.work_filter(Stage::Grader), "sleuth.v1.work.grader.>");
+        assert_eq!(s.loop_of(id), format!("sleuth.v1.loop.{id}.*"));
+        assert_eq!(s.loop_state(id), format!("sleuth.v1.loop.{id}.state"));
+        assert_eq!(s.loop_commit(Stage::Planner, id), format!("sleuth.v1.loop.{id}.planner"));
+        assert_eq!(s.loop_work(Stage::Retrieve, id, 1), format!("sleuth.v1.loop.{id}.retrieve.1"));
+        assert_eq!(s.loop_filters(Stage::Grader), ["sleuth.v1.loop.*.grader", "sleuth.v1.loop.*.grader.*"]);
+        assert_eq!(s.loops_stream(), "SLEUTH_LOOPS");
         assert_eq!(s.events(id), format!("sleuth.v1.events.{id}"));
         assert_eq!(s.work_stream(), "SLEUTH_WORK");
-        assert_eq!(s.loops_bucket(), "sleuth_loops");
         assert_eq!(s.conversations_bucket(), "sleuth_conversations");
         assert_eq!(s.meta_bucket(), "sleuth_meta");
         assert_eq!(s.quotas_bucket(), "sleuth_quotas");
@@ -145,5 +202,26 @@ mod tests {
         assert_eq!(s.cancel(id), format!("sleuth.v1.cancel.{id}"));
         assert_eq!(s.deadline(id), format!("sleuth.v1.work.watchdog.{id}"));
         assert_eq!(s.watchdog_consumer(), "sleuth_watchdog");
+    }
+
+    #[test]
+    fn loop_subjects_read_back_as_what_they_name() {
+        let s = Subjects::new("acme.sleuth.v1", "_t");
+        let id = Uuid::now_v7();
+        let read = |subject: String| s.parse_loop(&subject).map(|l| (l.request_id, l.kind));
+        assert_eq!(read(s.loop_state(id)), Some((id, LoopKind::State)));
+        assert_eq!(read(s.loop_commit(Stage::Graph, id)), Some((id, LoopKind::Commit(Stage::Graph))));
+        assert_eq!(read(s.loop_work(Stage::Retrieve, id, 1)), Some((id, LoopKind::Work(Stage::Retrieve, 1))));
+        for bad in [
+            format!("sleuth.v1.loop.{id}.state"),
+            format!("acme.sleuth.v1.loop.{id}.oracle"),
+            format!("acme.sleuth.v1.loop.{id}.retrieve.one"),
+            format!("acme.sleuth.v1.loop.{id}.retrieve.1.2"),
+            format!("acme.sleuth.v1.loop.{id}"),
+            "acme.sleuth.v1.loop.not-a-uuid.state".to_string(),
+            format!("acme.sleuth.v1.work.planner.{id}"),
+        ] {
+            assert_eq!(s.parse_loop(&bad), None, "{bad}");
+        }
     }
 }

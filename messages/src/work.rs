@@ -1,5 +1,6 @@
 //! [`WorkMessage`]: a work item as it travels over NATS, with the loop state its publisher committed, so the stage
-//! that takes it need not read the state back before it works (a hop is one compare-and-swap and one publish).
+//! that takes it need not read the state back before it works. A work message that is itself the commit of its
+//! state ([`encode_commit`]) makes a hop one write.
 
 use serde::{Deserialize, Serialize};
 
@@ -62,6 +63,18 @@ pub fn encode_work(item: &WorkItem, snapshot: Option<(&LoopState, u64)>) -> Resu
         return codec::encode(&message(item, None), Encoding::MsgPack);
     }
     Ok(bytes)
+}
+
+/// Encodes `item` as a [`WorkMessage`] that always carries `state`: the message that commits the state (its stream
+/// sequence is the state's revision, so the snapshot's own `revision` is 0 and never used). Fails only when the
+/// state cannot be encoded; the bus refuses a message over its payload limit, as a store refuses such a value.
+pub fn encode_commit(item: &WorkItem, state: &LoopState) -> Result<Vec<u8>, CodecError> {
+    let message = Borrowed {
+        envelope: &item.envelope,
+        stage: item.stage,
+        snapshot: Some(BorrowedSnapshot { revision: 0, state }),
+    };
+    codec::encode(&message, Encoding::MsgPack)
 }
 
 impl WorkMessage {

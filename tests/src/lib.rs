@@ -38,7 +38,7 @@ use futures::StreamExt;
 use sleuth_actors::{
     bus::{Bus, nats::NatsBus},
     config::Config,
-    store::{StateStore, nats_kv::KvStore},
+    store::{StateStore, nats_loops::LoopStream},
 };
 use sleuth_messages::{Event, EventKind, LoopState, codec};
 
@@ -55,13 +55,11 @@ pub async fn events_of(config: &Config, request_id: uuid::Uuid, settle: Duration
     events
 }
 
-/// A request's loop state as stored in the deployment's KV bucket.
+/// A request's loop state as stored in the deployment's loop stream.
 pub async fn stored_state(config: &Config, request_id: uuid::Uuid) -> Option<LoopState> {
     let url = config.nats.url.clone().expect("nats url");
     let client = sleuth_actors::nats_client::connect(&url, "sleuth test").await.expect("connect");
-    let js = async_nats::jetstream::new(client);
-    let ttl = config.loop_ttl();
-    let store = KvStore::open(&js, &config.subjects().loops_bucket(), ttl, config.nats.replicas).await.expect("kv");
+    let store = LoopStream::new(&client, config).expect("the loop stream");
     store.load(request_id).await.expect("load").map(|(s, _)| std::sync::Arc::unwrap_or_clone(s))
 }
 

@@ -1,6 +1,7 @@
 //! [`DeadStream`]: the limits stream `SLEUTH_DEAD`, where a work message that failed for good (too many
-//! deliveries, or undecodable) is copied before it leaves the work queue, so an operator can read it, and
-//! re-publish it to its original subject, with `nats stream view SLEUTH_DEAD`.
+//! deliveries, or undecodable) is copied, so an operator can read it with `nats stream view SLEUTH_DEAD` (and send
+//! it again as work after a commit, `<prefix>.loop.<id>.<stage>.<slot>`: never on a subject that would become its
+//! request's state).
 
 use std::time::Duration;
 

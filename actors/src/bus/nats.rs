@@ -1,6 +1,7 @@
-//! [`NatsBus`]: the bus over NATS JetStream. Work goes to the WorkQueue stream `SLEUTH_WORK` with one durable
-//! pull consumer per stage (shared by its replicas), events to the limits stream `SLEUTH_EVENTS`, and replies to
-//! the requester's core NATS inbox, and a dead letter's copy to `SLEUTH_DEAD` (`dead_stream.rs`). Streams and
+//! [`NatsBus`]: the bus over NATS JetStream. Work is in the loop stream `SLEUTH_LOOPS` beside the state it
+//! commits (`store/nats_loops.rs`), with one durable pull consumer per stage (shared by its replicas); deadline
+//! timers go to the WorkQueue stream `SLEUTH_WORK`, events to the limits stream `SLEUTH_EVENTS`, replies to the
+//! requester's core NATS inbox, and a dead letter's copy to `SLEUTH_DEAD` (`dead_stream.rs`). Streams and
 //! consumers are created idempotently at start-up.
 
 use std::{sync::Arc, time::Duration};
@@ -19,7 +20,8 @@ use bytes::Bytes;
 use futures::{StreamExt, stream::BoxStream};
 use sleuth_messages::{
     AskReply, Encoding, Envelope, Event, LoopState, Principal, ReplyTo, Snapshot, Stage, WorkItem, WorkMessage, codec,
-    encode_work, subjects::Subjects,
+    encode_work,
+    subjects::{LoopKind, Subjects},
 };
 use tokio::sync::{Mutex, mpsc};
 use uuid::Uuid;
@@ -28,7 +30,7 @@ use super::{
     Backlog, Bus, BusError, Cancel, DeadLetter, DeadlineDelivery, DeadlineQueue, Delivery, WorkQueue,
     dead_stream::DeadStream,
 };
-use crate::{config::Config, nats_client::explain, telemetry::TraceHeaders};
+use crate::{config::Config, nats_client::explain, store::nats_loops, telemetry::TraceHeaders};
 
 fn unavailable(e: impl std::fmt::Display) -> BusError {
     BusError::Unavailable(e.to_string())
@@ -38,7 +40,10 @@ pub struct NatsBus {
     client: async_nats::Client,
     js: jetstream::Context,
     subjects: Subjects,
+    /// The deadline timers.
     work: stream::Stream,
+    /// The loop stream, where the stages' work is.
+    loops: stream::Stream,
     events: stream::Stream,
     dead: DeadStream,
     config: Arc<Config>,
@@ -48,8 +53,9 @@ pub struct NatsBus {
 }
 
 impl NatsBus {
-    /// Creates (or finds) the work and events streams.
+    /// Creates (or finds) the loop, timer and events streams. Refuses a server older than the loop stream needs.
     pub async fn start(client: async_nats::Client, config: Arc<Config>) -> Result<Arc<NatsBus>, BusError> {
+        nats_loops::check_server(&client).map_err(|e| unavailable(e.to_string()))?;
         let js = jetstream::new(client.clone());
         let subjects = config.subjects();
         let dup = Duration::from_secs(config.nats.duplicate_window_s);
@@ -66,6 +72,11 @@ impl NatsBus {
             })
             .await
             .map_err(|e| unavailable(explain(format!("cannot create stream {}: {e}", subjects.work_stream()))))?;
+        let wanted = nats_loops::stream_config(&config);
+        let loops = js
+            .get_or_create_stream(wanted)
+            .await
+            .map_err(|e| unavailable(explain(format!("cannot create stream {}: {e}", subjects.loops_stream()))))?;
         let events = js
             .get_or_create_stream(stream::Config {
                 name: subjects.events_stream(),
@@ -88,6 +99,7 @@ impl NatsBus {
             js,
             subjects,
             work,
+            loops,
             events,
             dead,
             config,
@@ -114,15 +126,20 @@ impl NatsBus {
         Ok(names)
     }
 
+    /// Publishes to a stream and waits for its ack. `ttl`: the message's own time to live (`Nats-TTL`).
     async fn publish(
         &self,
         subject: String,
         msg_id: String,
         payload: Vec<u8>,
         trace: &TraceHeaders,
+        ttl: Option<Duration>,
     ) -> Result<(), BusError> {
         let mut headers = HeaderMap::new();
         trace.to_nats(&mut headers);
+        if let Some(ttl) = ttl {
+            headers.insert("Nats-TTL", ttl.as_secs().to_string().as_str());
+        }
         // Headers first: `headers` replaces the whole map, `message_id` adds Nats-Msg-Id to it.
         let publish = Publish::build().headers(headers).payload(Bytes::from(payload)).message_id(msg_id);
         self.js.send_publish(subject, publish).await.map_err(unavailable)?.await.map_err(unavailable)?;
@@ -154,12 +171,14 @@ impl NatsBus {
 
     async fn consumer(&self, stage: Stage) -> Result<jetstream::consumer::PullConsumer, BusError> {
         let name = self.subjects.consumer(stage);
-        self.work
+        self.loops
             .get_or_create_consumer(
                 &name,
                 pull::Config {
                     durable_name: Some(name.clone()),
-                    filter_subject: self.subjects.work_filter(stage),
+                    // The work a commit carries and the work sent after one; the stream's other messages (states
+                    // alone, other stages' work) stay where they are for whoever reads them.
+                    filter_subjects: self.subjects.loop_filters(stage),
                     ack_policy: AckPolicy::Explicit,
                     ack_wait: self.config.ack_wait(),
                     max_deliver: self.config.nats.max_deliver,
@@ -172,7 +191,7 @@ impl NatsBus {
     }
 }
 
-/// `<prefix>.work.<stage>.<request_id>` → the request id.
+/// `<prefix>.cancel.<request_id>` → the request id.
 fn request_id_of(subject: &str) -> Option<Uuid> {
     subject.rsplit('.').next().and_then(|s| Uuid::parse_str(s).ok())
 }
@@ -186,7 +205,9 @@ impl Bus for NatsBus {
         trace: &TraceHeaders,
     ) -> Result<(), BusError> {
         let payload = encode_work(item, committed).map_err(|e| BusError::Encode(e.to_string()))?;
-        self.publish(self.subjects.work(item.stage, item.envelope.request_id), item.msg_id(), payload, trace).await
+        let subject = self.subjects.loop_work(item.stage, item.envelope.request_id, item.envelope.step);
+        let ttl = nats_loops::work_ttl(item.envelope.deadline_ms, crate::telemetry::now_ms());
+        self.publish(subject, item.msg_id(), payload, trace, Some(ttl)).await
     }
 
     async fn publish_event(
@@ -205,7 +226,7 @@ impl Bus for NatsBus {
             let copy = Bytes::from(payload.clone());
             self.client.publish_with_headers(subject, headers, copy).await.map_err(unavailable)?;
         }
-        self.publish(self.subjects.events(event.request_id), event.msg_id(), payload, trace).await
+        self.publish(self.subjects.events(event.request_id), event.msg_id(), payload, trace, None).await
     }
 
     async fn flush(&self) -> Result<(), BusError> {
@@ -238,8 +259,8 @@ impl Bus for NatsBus {
             .messages()
             .await
             .map_err(|e| unavailable(format!("cannot consume {stage} work: {e}")))?;
-        let (poison, dead) = (self.poison_tx.clone(), self.dead.clone());
-        Ok(Arc::new(NatsQueue { messages: Mutex::new(messages), stage, poison, dead }))
+        let (poison, dead, subjects) = (self.poison_tx.clone(), self.dead.clone(), self.subjects.clone());
+        Ok(Arc::new(NatsQueue { messages: Mutex::new(messages), stage, poison, dead, subjects }))
     }
 
     async fn dead_letters(&self, stages: &[Stage]) -> Result<BoxStream<'static, DeadLetter>, BusError> {
@@ -250,16 +271,16 @@ impl Bus for NatsBus {
         for &stage in stages {
             let subject = format!(
                 "$JS.EVENT.ADVISORY.CONSUMER.MAX_DELIVERIES.{}.{}",
-                self.subjects.work_stream(),
+                self.subjects.loops_stream(),
                 self.subjects.consumer(stage)
             );
             let sub =
                 self.client.queue_subscribe(subject, "sleuth-dead-letters".to_string()).await.map_err(unavailable)?;
-            let (work, dead) = (self.work.clone(), self.dead.clone());
+            let (loops, dead, subjects) = (self.loops.clone(), self.dead.clone(), self.subjects.clone());
             let letters = sub
                 .filter_map(move |msg| {
-                    let (work, dead) = (work.clone(), dead.clone());
-                    async move { dead_letter_from_advisory(&work, &dead, stage, &msg.payload).await }
+                    let (loops, dead, subjects) = (loops.clone(), dead.clone(), subjects.clone());
+                    async move { dead_letter_from_advisory(&loops, &dead, &subjects, stage, &msg.payload).await }
                 })
                 .boxed();
             streams.push(letters);
@@ -289,7 +310,7 @@ impl Bus for NatsBus {
     async fn publish_deadline(&self, envelope: &Envelope, trace: &TraceHeaders) -> Result<(), BusError> {
         let payload = codec::encode(envelope, Encoding::MsgPack).map_err(|e| BusError::Encode(e.to_string()))?;
         let id = envelope.request_id;
-        self.publish(self.subjects.deadline(id), format!("{id}:deadline"), payload, trace).await
+        self.publish(self.subjects.deadline(id), format!("{id}:deadline"), payload, trace, None).await
     }
 
     async fn deadlines(&self) -> Result<Arc<dyn DeadlineQueue>, BusError> {
@@ -332,7 +353,7 @@ impl Bus for NatsBus {
 
     async fn backlog(&self, stage: Stage) -> Result<Backlog, BusError> {
         let name = self.subjects.consumer(stage);
-        let info = self.work.consumer_info(&name).await.map_err(|e| unavailable(format!("consumer {name}: {e}")))?;
+        let info = self.loops.consumer_info(&name).await.map_err(|e| unavailable(format!("consumer {name}: {e}")))?;
         Ok(Backlog {
             waiting: info.num_pending,
             delivered: info.delivered.consumer_sequence,
@@ -345,18 +366,20 @@ impl Bus for NatsBus {
     }
 }
 
-/// Reads a MAX_DELIVERIES advisory, fetches the dead message, moves it from the work queue to the dead-letter
-/// stream (it stays in the work queue if no copy could be kept), and names its request.
+/// Reads a MAX_DELIVERIES advisory, fetches the dead message, keeps a copy in the dead-letter stream, and names
+/// its request. The message itself stays in the loop stream: the consumer is past it, and it may be the request's
+/// state.
 async fn dead_letter_from_advisory(
-    work: &stream::Stream,
+    loops: &stream::Stream,
     dead: &DeadStream,
+    subjects: &Subjects,
     stage: Stage,
     payload: &[u8],
 ) -> Option<DeadLetter> {
     let advisory: serde_json::Value = serde_json::from_slice(payload).ok()?;
     let seq = advisory.get("stream_seq")?.as_u64()?;
     let deliveries = advisory.get("deliveries").and_then(|d| d.as_u64()).unwrap_or(0);
-    let raw = match work.get_raw_message(seq).await {
+    let raw = match loops.get_raw_message(seq).await {
         Ok(raw) => raw,
         Err(e) => {
             tracing::warn!(seq, error = %e, "dead letter already gone");
@@ -366,13 +389,9 @@ async fn dead_letter_from_advisory(
     let request_id = codec::decode::<WorkItem>(&raw.payload)
         .map(|(item, _)| item.envelope.request_id)
         .ok()
-        .or_else(|| request_id_of(raw.subject.as_str()))?;
+        .or_else(|| subjects.parse_loop(raw.subject.as_str()).map(|l| l.request_id))?;
     let reason = format!("failed {deliveries} deliveries");
-    if dead.keep(stage, request_id, raw.subject.as_str(), raw.payload.clone(), &reason).await
-        && let Err(e) = work.delete_message(seq).await
-    {
-        tracing::warn!(seq, error = %e, "cannot delete dead letter");
-    }
+    dead.keep(stage, request_id, raw.subject.as_str(), raw.payload.clone(), &reason).await;
     Some(DeadLetter { request_id, stage, reason })
 }
 
@@ -381,6 +400,7 @@ pub struct NatsQueue {
     stage: Stage,
     poison: mpsc::UnboundedSender<DeadLetter>,
     dead: DeadStream,
+    subjects: Subjects,
 }
 
 /// How long one pull request waits on the server. A server that is SIGKILLed forgets the pull requests it held
@@ -396,22 +416,33 @@ impl WorkQueue for NatsQueue {
             let next = self.messages.lock().await.next().await;
             let Some(message) = next else { return Ok(None) };
             let message = message.map_err(unavailable)?;
-            let attempt = message.info().map(|i| i.delivered.max(1) as u32).unwrap_or(1);
+            let info = message.info().ok();
+            let attempt = info.as_ref().map(|i| i.delivered.max(1) as u32).unwrap_or(1);
+            let sequence = info.as_ref().map(|i| i.stream_sequence);
             let trace = TraceHeaders::from_nats(message.headers.as_ref());
+            let kind = self.subjects.parse_loop(message.subject.as_str());
             // A snapshot that does not decode (a newer state layout) is no reason to refuse the work: the item
             // alone still says what to do, and the store has the state.
             let decoded = codec::decode::<WorkMessage>(&message.payload)
                 .map(|(m, _)| m.into_parts())
                 .or_else(|_| codec::decode::<WorkItem>(&message.payload).map(|(item, _)| (item, None)));
             match decoded {
-                Ok((item, snapshot)) => {
+                Ok((item, mut snapshot)) => {
+                    // A commit's revision is its own place in the stream; work sent after one names the commit's.
+                    match (kind.map(|k| k.kind), sequence) {
+                        (Some(LoopKind::Commit(_)), Some(sequence)) => {
+                            snapshot.iter_mut().for_each(|s| s.revision = sequence)
+                        }
+                        (Some(LoopKind::Work(..)), _) => {}
+                        _ => snapshot = None,
+                    }
                     let message = Some(message);
                     return Ok(Some(Box::new(NatsDelivery { message, item, snapshot, attempt, trace })));
                 }
                 Err(e) => {
                     tracing::error!(subject = %message.subject, error = %e, "undecodable work message, terminating it");
                     let reason = format!("undecodable work message: {e}");
-                    let request_id = request_id_of(message.subject.as_str());
+                    let request_id = kind.map(|k| k.request_id);
                     let (subject, payload) = (message.subject.as_str(), message.payload.clone());
                     // Without a copy kept, it is left unacknowledged: redelivered, then dead-lettered by advisory.
                     if !self.dead.keep(self.stage, request_id.unwrap_or_default(), subject, payload, &reason).await {

@@ -16,7 +16,7 @@ use crate::{
     index::PayloadFilter,
     node::Node,
     retrieval::Retriever,
-    store::{IndexGeneration, StateStore, nats_kv::KvStore},
+    store::{IndexGeneration, StateStore, nats_loops::LoopStream},
     telemetry::TraceHeaders,
 };
 
@@ -32,8 +32,8 @@ pub struct NatsEngine {
     client: async_nats::Client,
     config: Arc<Config>,
     subjects: Subjects,
-    /// The loop-state bucket, opened on the first status read.
-    loops: OnceCell<KvStore>,
+    /// The loop stream's state store, made on the first status read.
+    loops: OnceCell<LoopStream>,
     /// The index, opened on the first `search` or `fetch` (MCP).
     index: OnceCell<Arc<Retriever>>,
 }
@@ -111,11 +111,7 @@ impl Engine {
             Engine::Embedded(node) => node.ctx.store.as_ref(),
             Engine::Nats(nats) => {
                 nats.loops
-                    .get_or_try_init(|| async {
-                        let js = async_nats::jetstream::new(nats.client.clone());
-                        let (bucket, ttl) = (nats.subjects.loops_bucket(), nats.config.loop_ttl());
-                        KvStore::open(&js, &bucket, ttl, nats.config.nats.replicas).await.map_err(unavailable)
-                    })
+                    .get_or_try_init(|| async { LoopStream::new(&nats.client, &nats.config).map_err(unavailable) })
                     .await?
             }
         };

@@ -14,7 +14,7 @@ pub mod ranking;
 mod tests;
 
 pub use caps::{budget_spent, cap_reached, caps_for};
-pub use outbound::{Outbound, may_send, next_messages, reply_of};
+pub use outbound::{Outbound, first_work, may_send, next_messages, reply_of, work_items};
 
 use sleuth_messages::degraded::record as record_degradation;
 use sleuth_messages::{

@@ -38,19 +38,6 @@ pub fn may_send(by: Option<Stage>, to: Stage) -> bool {
 /// while a sibling is still pending sends no work (the sibling's was sent with the plan, and a planner whose
 /// publishing died re-sends it on redelivery). Intake alone arms the deadline timer.
 pub fn next_messages(state: &LoopState, by: Option<Stage>) -> Vec<Outbound> {
-    let work = |stage: Stage, step: u32| {
-        may_send(by, stage).then_some(Outbound::Work(WorkItem {
-            envelope: Envelope {
-                schema_version: SCHEMA_VERSION,
-                request_id: state.request_id,
-                turn: state.turn,
-                step,
-                deadline_ms: state.deadline_ms,
-                attempt: 0,
-            },
-            stage,
-        }))
-    };
     let event = |turn: u32, kind: EventKind, body: EventBody| {
         Outbound::Event(Event { request_id: state.request_id, turn, kind, body })
     };
@@ -74,16 +61,10 @@ pub fn next_messages(state: &LoopState, by: Option<Stage>) -> Vec<Outbound> {
             } else if let Some(report) = last_report(state.turn - 1) {
                 out.push(event(state.turn - 1, EventKind::Graded, EventBody::Graded(report)));
             }
-            out.extend(work(Stage::Planner, 0));
         }
-        Phase::Acting { pending } => {
+        Phase::Acting { .. } => {
             if let Some(turn) = state.turns.last() {
                 out.push(event(state.turn, EventKind::Planned, EventBody::Planned(turn.step.clone())));
-            }
-            for slot in pending {
-                if let Some(stage) = current_action(state, *slot).and_then(executor_of) {
-                    out.extend(work(stage, *slot));
-                }
             }
         }
         Phase::Grading => {
@@ -93,13 +74,11 @@ pub fn next_messages(state: &LoopState, by: Option<Stage>) -> Vec<Outbound> {
                 EventKind::Retrieved,
                 EventBody::Retrieved { cards: state.cards.len() as u32, new_cards },
             ));
-            out.extend(work(Stage::Grader, 0));
         }
         Phase::Synthesizing => {
             if let Some(report) = last_report(state.turn) {
                 out.push(event(state.turn, EventKind::Graded, EventBody::Graded(report)));
             }
-            out.extend(work(Stage::Synthesizer, 0));
         }
         Phase::Done => {
             let reply = reply_of(state);
@@ -109,7 +88,41 @@ pub fn next_messages(state: &LoopState, by: Option<Stage>) -> Vec<Outbound> {
             out.push(event(state.turn, EventKind::Final, EventBody::Final(reply)));
         }
     }
+    out.extend(work_items(state, by).map(Outbound::Work));
     out
+}
+
+/// The work the state calls for that `by` may send, in slot order (the work part of [`next_messages`]).
+pub fn work_items(state: &LoopState, by: Option<Stage>) -> impl Iterator<Item = WorkItem> + '_ {
+    let work = move |stage: Stage, step: u32| {
+        may_send(by, stage).then_some(WorkItem {
+            envelope: Envelope {
+                schema_version: SCHEMA_VERSION,
+                request_id: state.request_id,
+                turn: state.turn,
+                step,
+                deadline_ms: state.deadline_ms,
+                attempt: 0,
+            },
+            stage,
+        })
+    };
+    let slots: Vec<(Stage, u32)> = match &state.phase {
+        Phase::Planning => vec![(Stage::Planner, 0)],
+        Phase::Acting { pending } => pending
+            .iter()
+            .filter_map(|slot| current_action(state, *slot).and_then(executor_of).map(|stage| (stage, *slot)))
+            .collect(),
+        Phase::Grading => vec![(Stage::Grader, 0)],
+        Phase::Synthesizing => vec![(Stage::Synthesizer, 0)],
+        Phase::Done => vec![],
+    };
+    slots.into_iter().filter_map(move |(stage, step)| work(stage, step))
+}
+
+/// The first work item the state calls for that `by` may send: what a hop's commit carries over NATS.
+pub fn first_work(state: &LoopState, by: Option<Stage>) -> Option<WorkItem> {
+    work_items(state, by).next()
 }
 
 /// The client-facing reply: the outcome plus a brief of every turn.

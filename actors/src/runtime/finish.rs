@@ -69,7 +69,7 @@ async fn end(
             let Some(done) = transition(&state) else { return Ok(false) };
             let done = std::sync::Arc::new(done);
             let Some(committed) = kv::compare_and_swap(ctx, &done, revision).await? else { continue };
-            publish_all(ctx, &done, Some(committed), None, parent, true).await?;
+            publish_all(ctx, &done, Some(committed), None, parent, true, None).await?;
             on_finished(&done);
             return Ok(true);
         }

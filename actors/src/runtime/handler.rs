@@ -5,8 +5,9 @@
 //!    if the work is already applied, skip to 4;
 //! 2. do the work (with in-progress acks while it runs, dropped if the request is cancelled);
 //! 3. compare-and-swap the new state, reloading and re-checking on conflict (a carried state that is no longer
-//!    current is such a conflict);
-//! 4. publish what the committed state calls for (de-duplicated by message id);
+//!    current is such a conflict); where the store holds work too (NATS), the swap is the first work message the
+//!    new state calls for, so the next stage has its work when the swap is done;
+//! 4. publish what else the committed state calls for (de-duplicated by message id);
 //! 5. ack.
 //!
 //! Each delivery is one span (`plan`, `retrieve`, `graph`, `grade`, `synthesize`), a child of the span that
@@ -18,7 +19,7 @@ use std::{
 };
 
 use anyhow::Context;
-use sleuth_messages::{ErrorKind, ErrorResponse, LoopState, Phase, Stage};
+use sleuth_messages::{ErrorKind, ErrorResponse, LoopState, Phase, Stage, WorkItem};
 use tokio_util::sync::CancellationToken;
 use tracing::{Instrument, field::Empty};
 
@@ -80,7 +81,7 @@ pub async fn process(
         messaging.system = ctx.messaging_system(),
         messaging.operation.type = "process",
         messaging.operation.name = "process",
-        messaging.destination.name = %ctx.subjects.work(stage, id),
+        messaging.destination.name = %ctx.subjects.loop_commit(stage, id),
         messaging.consumer.group.name = %ctx.subjects.consumer(stage),
         messaging.message.id = %item.msg_id(),
     );
@@ -99,7 +100,7 @@ pub async fn process(
     let result = scope::within(scope, work.instrument(span.clone())).await;
     drop(cancellation);
     let outcome = match result {
-        Ok((handled, state, revision)) => {
+        Ok((handled, state, revision, carried)) => {
             // A delivery whose work was already applied re-publishes only what its own commit led to, and each
             // sends only the work its stage may send (`machine::may_send`).
             let state = state.filter(|s| handled == Handled::Applied || machine::published_by(s, &item));
@@ -108,7 +109,9 @@ pub async fn process(
                 // (its first delivery may have died between the commit and the reply).
                 let ended_here = handled == Handled::Applied && state.phase == Phase::Done;
                 let replies = ended_here || (stage == Stage::Synthesizer && attempt > 1);
-                let publish = Box::pin(publish_all(ctx, state, revision, Some(stage), delivery.trace(), replies));
+                let publish =
+                    publish_all(ctx, state, revision, Some(stage), delivery.trace(), replies, carried.as_ref());
+                let publish = Box::pin(publish);
                 scope::within(scope, publish.instrument(span.clone())).await.context("cannot publish next messages")?;
                 if ended_here {
                     on_finished(state);
@@ -153,9 +156,9 @@ pub async fn process(
 /// Compare-and-swap conflicts one delivery retries before it hands the work back.
 const MAX_CONFLICTS: u32 = 16;
 
-/// The work's outcome, the state it leaves (to publish from) and the revision that state was committed at, when
-/// known.
-type Ran = (Handled, Option<Arc<LoopState>>, Option<u64>);
+/// The work's outcome, the state it leaves (to publish from), the revision that state was committed at, when
+/// known, and the work item its commit carried (already published).
+type Ran = (Handled, Option<Arc<LoopState>>, Option<u64>, Option<WorkItem>);
 
 async fn run(
     ctx: &NodeContext,
@@ -180,7 +183,7 @@ async fn run(
         };
         let Some((state, revision)) = loaded else {
             tracing::warn!("no loop state for this request, dropping the work");
-            return Ok((Handled::Orphan, None, None));
+            return Ok((Handled::Orphan, None, None, None));
         };
         let next = if let Some(next) = machine::apply_deadline(&state, telemetry::now_ms()) {
             tracing::info!("deadline passed, stopping retrieval");
@@ -210,11 +213,18 @@ async fn run(
             continue;
         } else {
             let (state, revision) = note_duplicate(ctx, state, revision).await;
-            return Ok((Handled::Duplicate, state, revision));
+            return Ok((Handled::Duplicate, state, revision, None));
         };
         let next = Arc::new(next);
-        match kv::compare_and_swap(ctx, &next, revision).await? {
-            Some(committed) => return Ok((Handled::Applied, Some(next), Some(committed))),
+        // The first work the new state calls for goes with the commit where the store carries work (its trace
+        // context is this hop's span, as for everything the hop publishes).
+        let work = ctx.store.carries_work().then(|| machine::first_work(&next, Some(stage))).flatten();
+        let trace = work.as_ref().map(|_| context::of_span(&tracing::Span::current(), delivery.trace()));
+        match kv::commit(ctx, &next, revision, work.as_ref().zip(trace.as_ref())).await? {
+            Some(committed) => {
+                let carried = work.filter(|_| committed.carried);
+                return Ok((Handled::Applied, Some(next), Some(committed.revision), carried));
+            }
             None => {
                 ctx.stats.incr(stage, Counter::CasConflicts);
                 conflicts += 1;

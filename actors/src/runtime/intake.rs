@@ -2,7 +2,11 @@
 //! for a follow-up when one is configured), creating its loop state, recording the conversation turn and
 //! publishing the first work.
 
-use sleuth_messages::{AskRequest, ConversationTurn, ErrorKind, ErrorResponse, LoopState, Principal, ReplyTo, Route};
+use std::sync::Arc;
+
+use sleuth_messages::{
+    AskRequest, ConversationTurn, ErrorKind, ErrorResponse, LoopState, Principal, ReplyTo, Route, Stage, WorkItem,
+};
 use tracing::Instrument;
 use uuid::Uuid;
 
@@ -10,18 +14,20 @@ use super::{NodeContext, publish_all};
 use crate::{
     machine::{self, NewRequest},
     stages::intake::{analyze_in, llm_rewrite, normalize, understand, validate},
-    store::StoreError,
+    store::{Committed, StoreError},
     telemetry::{self, Scope, TraceHeaders, context, scope},
 };
 
-/// Publishes what a request's state calls for; for an existing request the bus de-duplicates what was already sent.
-/// Only a request still waiting for its first plan is intake's to publish: later phases were published by the
-/// stages that reached them.
+/// Publishes what a request's state calls for, but `carried` (the work its creation carries, over NATS); for an
+/// existing request the bus de-duplicates what was already sent. `revision`: what the state was committed at, when
+/// known (work then carries the state). Only a request still waiting for its first plan
+/// is intake's to publish: later phases were published by the stages that reached them.
 async fn publish_state(
     ctx: &NodeContext,
     state: &sleuth_messages::LoopState,
-    revision: u64,
+    revision: Option<u64>,
     trace: &TraceHeaders,
+    carried: Option<&WorkItem>,
 ) -> Result<(), ErrorResponse> {
     if !(state.phase == sleuth_messages::Phase::Planning && state.turn == 1) {
         return Ok(());
@@ -34,11 +40,23 @@ async fn publish_state(
         state.deadline_ms,
         "publish the first work",
         |_| true,
-        || publish_all(ctx, state, Some(revision), Some(sleuth_messages::Stage::Intake), trace, false),
+        || publish_all(ctx, state, revision, Some(Stage::Intake), trace, false, carried),
     );
     published.await.map_err(|e| {
         ErrorResponse::new(ErrorKind::Unavailable, format!("cannot publish work: {e}")).for_request(state.request_id)
     })
+}
+
+/// Stores a new request's state, with the planner's first work in the same write where the store carries work.
+/// `AlreadyExists` when the request id is taken.
+async fn create(ctx: &NodeContext, state: &Arc<LoopState>, trace: &TraceHeaders) -> Result<Committed, StoreError> {
+    match machine::first_work(state, Some(Stage::Intake)).filter(|_| ctx.store.carries_work()) {
+        Some(work) => {
+            let trace = context::of_span(&tracing::Span::current(), trace);
+            ctx.store.commit_with_work(state, None, &work, &trace).await
+        }
+        None => Ok(Committed { revision: ctx.store.create(state).await?, carried: false }),
+    }
 }
 
 /// A request id that is already under way: its owner re-sent it, and what it needs is published again. Anyone
@@ -54,7 +72,7 @@ async fn resent(
         tracing::warn!(request_id = %existing.request_id, by = ?by, "refused a request id that belongs to another tenant");
         return Err(ErrorResponse::new(ErrorKind::InvalidInput, "request_id is already taken: choose a new one"));
     }
-    publish_state(ctx, existing, revision, trace).await
+    publish_state(ctx, existing, Some(revision), trace, None).await
 }
 
 /// The key of a conversation in the conversations bucket: its id for the deployment's own account, and
@@ -146,11 +164,15 @@ async fn accept(
     root: TraceHeaders,
     records_root_span: bool,
 ) -> Result<Uuid, ErrorResponse> {
+    // A re-sent request is under way (or done) already: publishing again is idempotent, but analysing it again
+    // would resolve a follow-up against itself and spend the rewriter's tokens twice, and a tenant's would take a
+    // second rate token. Those are looked up first; any other is found when its state cannot be created, which
+    // saves a round trip for every request that is not re-sent (`sleuth ask` names its request ids).
+    let may_be_costly = by.is_some() || request.conversation_id.is_some();
     if request.request_id.is_some()
+        && may_be_costly
         && let Ok(Some((existing, revision))) = ctx.store.load(request_id).await
     {
-        // A re-sent request: it is under way (or done) already. Publishing again is idempotent; analysing it
-        // again would resolve a follow-up against itself and spend the rewriter's tokens twice.
         return resent(ctx, &existing, revision, by.as_ref(), &root).await.map(|_| request_id);
     }
     let timeout = request.timeout_ms.unwrap_or(ctx.config.loop_.timeout_ms).clamp(1, ctx.config.loop_.max_timeout_ms);
@@ -218,15 +240,30 @@ async fn accept(
         state.degraded.push(sleuth_messages::Degradation::new(sleuth_messages::Backend::Llm, why));
     }
     // A create whose ack was lost is retried into `AlreadyExists`, which is handled as a re-sent request.
+    let state = Arc::new(state);
     let created = patiently(
         request_id,
         state.deadline_ms,
         "store the loop state",
         |e| matches!(e, StoreError::Unavailable(_)),
-        || ctx.store.create(&state),
+        || create(ctx, &state, &root),
     );
-    let revision = match created.await {
-        Ok(revision) => revision,
+    // Where the create carries the planner's work (over NATS), the planner may run the moment it is stored, so
+    // the accepted event and the deadline timer are sent first, on the same connection, and the planner's own
+    // events cannot overtake them. Sent before the state exists they are harmless: a re-sent request's are the
+    // same messages (de-duplicated by id), and a timer whose request was never stored is dropped at its deadline.
+    // Elsewhere the work goes out with them after the create.
+    let first = machine::first_work(&state, Some(Stage::Intake)).filter(|_| ctx.store.carries_work());
+    let (created, published) = match &first {
+        Some(first) => {
+            let early = publish_state(ctx, &state, None, &root, Some(first));
+            let (published, created) = tokio::join!(early, created);
+            (created, Some(published))
+        }
+        None => (created.await, None),
+    };
+    let revision = match created {
+        Ok(committed) => committed.revision,
         Err(StoreError::AlreadyExists) => {
             // A client re-sent the same request id: the request is already under way, publish what it needs.
             if let Some((existing, revision)) = ctx.store.load(request_id).await.ok().flatten() {
@@ -243,6 +280,10 @@ async fn accept(
                 .for_request(request_id));
         }
     };
+    let published = match published {
+        Some(published) => published,
+        None => publish_state(ctx, &state, Some(revision), &root, None).await,
+    };
     tracing::info!(
         request_id = %request_id,
         route = ?state.analysis.route,
@@ -250,6 +291,8 @@ async fn accept(
         max_turns = state.caps.max_turns,
         "request accepted"
     );
+    tracing::Span::current().record("sleuth.route", format!("{:?}", state.analysis.route).to_lowercase());
+    telemetry::metrics::request_started(&format!("{:?}", state.analysis.route).to_lowercase());
     if let Some(id) = &conversation {
         let a = &state.analysis;
         let turn = ConversationTurn {
@@ -264,8 +307,6 @@ async fn accept(
             tracing::warn!(conversation_id = %id, error = %e, "cannot record the conversation turn");
         }
     }
-    tracing::Span::current().record("sleuth.route", format!("{:?}", state.analysis.route).to_lowercase());
-    telemetry::metrics::request_started(&format!("{:?}", state.analysis.route).to_lowercase());
-    publish_state(ctx, &state, revision, &root).await?;
+    published?;
     Ok(request_id)
 }

@@ -23,7 +23,7 @@ pub mod worker;
 
 use std::sync::Arc;
 
-use sleuth_messages::{LoopState, Stage, subjects::Subjects};
+use sleuth_messages::{LoopState, Stage, WorkItem, subjects::Subjects};
 
 pub use cancel::Cancellations;
 pub use stats::{Counter, Stats};
@@ -152,9 +152,9 @@ impl NodeContext {
 }
 
 /// Publishes everything the state calls for that `by` may send ([`machine::next_messages`]; `None` for an ending
-/// from outside the loop). `revision` is the store revision `state` was committed at, when the caller just
-/// committed it: the work then carries the state (over NATS), and its stage starts without reading the store.
-/// Every message carries the trace
+/// from outside the loop), but `carried`: the work item the commit itself was (over NATS). `revision` is the store
+/// revision `state` was committed at, when the caller just committed it: other work then carries the state
+/// (over NATS), and its stage starts without reading the store. Every message carries the trace
 /// context of the current span, the hop that published it, so the next hop's span is that hop's child; when
 /// spans are not exported, `inherited` (the context this hop started from) passes through unchanged. The reply
 /// to the requester's inbox is only sent when `replies` is set (by whoever committed the end, or its
@@ -170,12 +170,14 @@ pub async fn publish_all(
     by: Option<Stage>,
     inherited: &TraceHeaders,
     replies: bool,
+    carried: Option<&WorkItem>,
 ) -> Result<(), BusError> {
     let committed = revision.map(|revision| (state, revision));
     let trace = context::of_span(&tracing::Span::current(), inherited);
     let trace = &trace;
     let publishes = machine::next_messages(state, by).into_iter().map(|out| async move {
         match out {
+            Outbound::Work(item) if Some(&item) == carried => Ok(()),
             Outbound::Work(item) => ctx.bus.publish_work(&item, committed, trace).await,
             Outbound::Event(event) => ctx.bus.publish_event(&event, state.owner.as_ref(), trace).await,
             Outbound::Deadline(envelope) => ctx.bus.publish_deadline(&envelope, trace).await,

@@ -9,7 +9,7 @@ use super::{
 };
 use crate::{
     envelope::WorkItem,
-    work::{MAX_CARRIED_STATE_BYTES, Snapshot, WorkMessage, encode_work},
+    work::{MAX_CARRIED_STATE_BYTES, Snapshot, WorkMessage, encode_commit, encode_work},
 };
 
 #[test]
@@ -49,6 +49,24 @@ fn a_state_too_large_to_carry_is_left_out() {
     state.request.query = "x".repeat(MAX_CARRIED_STATE_BYTES);
     let bytes = encode_work(&work_item(), Some((&state, 7))).unwrap();
     assert_eq!(bytes, encode(&work_item(), Encoding::MsgPack).unwrap());
+}
+
+#[test]
+fn a_commit_carries_its_state_whatever_its_size_with_revision_zero() {
+    // The commit is the state's only copy: it is never left out. Its revision is the message's stream sequence,
+    // unknown when it is written, so the snapshot says 0 (a swap against 0 fails safely: it reloads).
+    let mut state = sample_state();
+    state.request_id = request_id();
+    let bytes = encode_commit(&work_item(), &state).unwrap();
+    assert_eq!(bytes, encode_work(&work_item(), Some((&state, 0))).unwrap());
+    let state_hex: String = encode(&state, Encoding::MsgPack).unwrap().iter().map(|b| format!("{b:02x}")).collect();
+    let hex: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
+    let item_fields = GOLDEN_WORK_ITEM.strip_prefix("82").unwrap();
+    assert_eq!(hex, format!("83{item_fields}a8736e617073686f7482a87265766973696f6e00a57374617465{state_hex}"));
+    state.request.query = "x".repeat(MAX_CARRIED_STATE_BYTES);
+    let big = encode_commit(&work_item(), &state).unwrap();
+    let snapshot = decode::<WorkMessage>(&big).unwrap().0.into_parts().1.expect("carried");
+    assert_eq!((snapshot.revision, snapshot.state), (0, state));
 }
 
 #[test]

@@ -138,7 +138,7 @@ async fn the_deadline_reply_comes_on_time_with_every_planner_dead() {
 async fn planner_backlog(nats_url: &str, deployment: &Deployment) -> u64 {
     let js = async_nats::jetstream::new(async_nats::connect(nats_url).await.unwrap());
     let subjects = deployment.config().subjects();
-    let stream = js.get_stream(subjects.work_stream()).await.unwrap();
+    let stream = js.get_stream(subjects.loops_stream()).await.unwrap();
     stream.consumer_info(subjects.consumer(Stage::Planner)).await.unwrap().num_pending
 }
 

@@ -8,7 +8,7 @@ use std::{
 
 use futures::StreamExt;
 use sleuth_actors::client;
-use sleuth_messages::{AskRequest, Event, EventKind, Outcome, codec, subjects::Subjects};
+use sleuth_messages::{AskRequest, Event, EventKind, Outcome, Stage, codec, subjects::Subjects};
 use sleuth_tests::{nats, process::*, unique};
 
 const QUESTION: &str = "Which anime is Luffy in?";
@@ -92,13 +92,19 @@ async fn a_reply_subject_may_not_aim_a_stage_at_another_request(server: &nats::N
     .expect("the victim's question is answered")
     .request_id
     .expect("request id");
-    let admin = async_nats::jetstream::new(connect_as(server, "admin").await.0);
-    let loops = admin.get_key_value(subjects.loops_bucket()).await.expect("loops bucket");
-    let revision = || async { loops.entry(victim.to_string()).await.unwrap().expect("victim's state").revision };
+    let admin = connect_as(server, "admin").await.0;
+    // The victim's revision: the sequence of the last message on its loop subjects.
+    let revision = || async {
+        let get = format!("$JS.API.DIRECT.GET.{}", subjects.loops_stream());
+        let body = serde_json::json!({ "last_by_subj": subjects.loop_of(victim) }).to_string();
+        let state = admin.request(get, body.into()).await.expect("the victim's state");
+        let sequence = state.headers.as_ref().and_then(|h| h.get("Nats-Sequence")).expect("a stored state");
+        sequence.as_str().parse::<u64>().expect("a sequence")
+    };
     let before = revision().await;
 
     let (client, mut errors) = connect_as(server, "client").await;
-    let target = format!("$KV.{}.{victim}", subjects.loops_bucket());
+    let target = subjects.loop_state(victim);
     let attack = codec::encode(&AskRequest::new("Who created Naruto?"), sleuth_messages::Encoding::MsgPack).unwrap();
     client.publish_with_reply(subjects.ask(), target.clone(), attack.into()).await.unwrap();
     client
@@ -195,7 +201,7 @@ async fn every_stage_runs_as_its_own_nats_user_and_the_question_is_answered() {
 }
 
 /// A work message no stage can read is a dead letter: the stage that meets it keeps a copy in `SLEUTH_DEAD`,
-/// under its own NATS user, before it takes it off the work queue, so nothing is lost.
+/// under its own NATS user, before it terminates it, so nothing is lost.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_dead_letter_is_kept_in_the_dead_letter_stream() {
     let server = nats::with_accounts();
@@ -210,7 +216,7 @@ async fn a_dead_letter_is_kept_in_the_dead_letter_stream() {
 
     let subjects = deployment.config().subjects();
     let id = uuid::Uuid::now_v7();
-    let work = subjects.work(sleuth_messages::Stage::Planner, id);
+    let work = subjects.loop_work(sleuth_messages::Stage::Planner, id, 0);
     let admin = sleuth_actors::nats_client::connect(&admin_url, "deploy test").await.unwrap();
     let js = async_nats::jetstream::new(admin);
     js.publish(work.clone(), "not a work item".into()).await.unwrap().await.unwrap();
@@ -241,7 +247,7 @@ fn with<'a>(url: &'a str, extra: &[(&'a str, &'a str)]) -> Vec<(&'a str, &'a str
     env
 }
 
-/// A work message out of deliveries (its planner died holding it, and one delivery is all it gets) is moved to
+/// A work message out of deliveries (its planner died holding it, and one delivery is all it gets) is copied to
 /// `SLEUTH_DEAD` by a live planner's dead-letter watcher, under the planner's own user, and its request ends
 /// with a dead-letter error.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -286,14 +292,10 @@ async fn a_message_out_of_deliveries_is_moved_to_the_dead_letter_stream() {
         .await
         .expect("a copy of the dead letter in SLEUTH_DEAD");
     let header = |name: &str| kept.headers.get(name).map(|v| v.as_str().to_string()).unwrap_or_default();
-    assert_eq!(header("Sleuth-Dead-Subject"), subjects.work(sleuth_messages::Stage::Planner, id));
+    assert_eq!(header("Sleuth-Dead-Subject"), subjects.loop_commit(sleuth_messages::Stage::Planner, id));
     assert!(header("Sleuth-Dead-Reason").contains("failed 1 deliveries"), "{}", header("Sleuth-Dead-Reason"));
     let (item, _) = codec::decode::<sleuth_messages::WorkItem>(&kept.payload).expect("the work item, intact");
     assert_eq!(item.envelope.request_id, id);
-    let js = async_nats::jetstream::new(sleuth_actors::nats_client::connect(&admin_url, "deploy test").await.unwrap());
-    let work = js.get_stream(subjects.work_stream()).await.unwrap();
-    let left = work.get_last_raw_message_by_subject(&subjects.work(sleuth_messages::Stage::Planner, id)).await;
-    assert!(left.is_err(), "the dead letter is still in the work stream: moved, not copied");
     server.assert_no_violations_but(&[]);
 }
 
@@ -302,13 +304,15 @@ async fn a_stage_user_may_not_touch_another_stages_work_or_keys() {
     let server = nats::with_accounts();
     let (planner, mut errors) = connect_as(&server, "planner").await;
 
-    planner.publish("sleuth.v1.work.grader.some-request", "forged".into()).await.unwrap();
-    planner.flush().await.unwrap();
-    let refused = refusal(&mut errors).await;
-    assert!(
-        refused.to_lowercase().contains("permissions violation") && refused.contains("sleuth.v1.work.grader"),
-        "{refused}"
-    );
+    // Work for the grader is the executors' to send, with or without the state it commits.
+    let id = uuid::Uuid::now_v7();
+    let subjects = Subjects::default();
+    for forged in [subjects.loop_commit(Stage::Grader, id), subjects.loop_work(Stage::Grader, id, 0)] {
+        planner.publish(forged.clone(), "forged".into()).await.unwrap();
+        planner.flush().await.unwrap();
+        let refused = refusal(&mut errors).await;
+        assert!(refused.to_lowercase().contains("permissions violation") && refused.contains(&forged), "{refused}");
+    }
 
     // Conversations belong to intake: the planner may not write one.
     planner.publish("$KV.sleuth_conversations.some-chat", "forged".into()).await.unwrap();
@@ -316,20 +320,25 @@ async fn a_stage_user_may_not_touch_another_stages_work_or_keys() {
     let refused = refusal(&mut errors).await;
     assert!(refused.contains("$KV.sleuth_conversations"), "{refused}");
 
-    // Nor may a client answer in a stage's place.
+    // Nor may a client answer in a stage's place, or write a request's state.
     let (client, mut errors) = connect_as(&server, "client").await;
-    client.publish("sleuth.v1.work.synthesizer.some-request", "forged".into()).await.unwrap();
-    client.flush().await.unwrap();
-    assert!(refusal(&mut errors).await.contains("sleuth.v1.work.synthesizer"));
+    for forged in [subjects.loop_commit(Stage::Synthesizer, id), subjects.loop_state(id)] {
+        client.publish(forged.clone(), "forged".into()).await.unwrap();
+        client.flush().await.unwrap();
+        assert!(refusal(&mut errors).await.contains(&forged));
+    }
 
-    // A permitted subject raises nothing.
-    planner.publish("sleuth.v1.work.retrieve.some-request", "x".into()).await.unwrap();
+    // A permitted subject raises nothing (no stream takes it: the stream names the default prefix, and this
+    // server has no streams).
+    planner.publish(subjects.loop_work(Stage::Retrieve, id, 1), "x".into()).await.unwrap();
     planner.flush().await.unwrap();
     assert!(tokio::time::timeout(Duration::from_millis(500), errors.recv()).await.is_err());
     server.assert_no_violations_but(&[
-        "sleuth.v1.work.grader.some-request",
+        &subjects.loop_commit(Stage::Grader, id),
+        &subjects.loop_work(Stage::Grader, id, 0),
         "$KV.sleuth_conversations.some-chat",
-        "sleuth.v1.work.synthesizer.some-request",
+        &subjects.loop_commit(Stage::Synthesizer, id),
+        &subjects.loop_state(id),
     ]);
 }
 
@@ -489,26 +498,37 @@ fn each_stage_user_may_send_work_exactly_where_its_stage_sends_it() {
         .expect("read deploy/nats/accounts.conf");
     let stages = [Stage::Intake, Stage::Planner, Stage::Retrieve, Stage::Graph, Stage::Grader, Stage::Synthesizer];
     let targets = [Stage::Planner, Stage::Retrieve, Stage::Graph, Stage::Grader, Stage::Synthesizer];
-    let work = |to: Stage| format!("sleuth.v1.work.{}.00000000-0000-0000-0000-000000000000", to.as_str());
+    let (subjects, id) = (Subjects::default(), uuid::Uuid::nil());
+    // Work to a stage either commits the state it carries or follows a commit: both or neither.
+    let work = |to: Stage| [subjects.loop_commit(to, id), subjects.loop_work(to, id, 0), subjects.loop_work(to, id, 1)];
     let allowed = |user: &str, subject: &str| publish_allowed(&accounts, user).iter().any(|p| matches(p, subject));
     for by in stages {
         for to in targets {
-            assert_eq!(
-                allowed(by.as_str(), &work(to)),
-                may_send(Some(by), to),
-                "accounts.conf and machine::may_send disagree on whether {by} sends work to {to}"
-            );
+            for subject in work(to) {
+                assert_eq!(
+                    allowed(by.as_str(), &subject),
+                    may_send(Some(by), to),
+                    "accounts.conf and machine::may_send disagree on whether {by} sends work to {to} ({subject})"
+                );
+            }
         }
-        // Ending a request from outside the loop (cancel, watchdog, dead letter) happens in every process.
+        // Ending a request from outside the loop (cancel, watchdog, dead letter) happens in every process, and
+        // commits the state alone; so does a join that waits for its sibling.
         for to in targets.into_iter().filter(|to| may_send(None, *to)) {
-            assert!(allowed(by.as_str(), &work(to)), "{by} ends requests, but may not send work to {to}");
+            assert!(work(to).iter().all(|w| allowed(by.as_str(), w)), "{by} ends requests, but may not send to {to}");
         }
+        assert!(allowed(by.as_str(), &subjects.loop_state(id)), "{by} may not commit a state");
         // Only intake arms a request's deadline timer.
         assert_eq!(allowed(by.as_str(), "sleuth.v1.work.watchdog.x"), by == Stage::Intake, "{by}: deadline timers");
     }
     // The union user of a process that serves several stages may send everything any of them sends.
     for to in targets {
-        assert!(allowed("sleuth", &work(to)), "the sleuth user may not send work to {to}");
+        assert!(work(to).iter().all(|w| allowed("sleuth", w)), "the sleuth user may not send work to {to}");
+    }
+    // The deployment's clients may read states, never write one.
+    for user in ["client", "gateway"] {
+        assert!(!allowed(user, &subjects.loop_state(id)), "{user} may write a state");
+        assert!(targets.iter().all(|to| work(*to).iter().all(|w| !allowed(user, w))), "{user} may send work");
     }
     assert!(
         matches("sleuth.v1.work.>", "sleuth.v1.work.grader.x") && !matches("sleuth.v1.work.*", "sleuth.v1.work.a.b")

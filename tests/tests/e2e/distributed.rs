@@ -132,7 +132,7 @@ async fn duplicate_work_message_has_exactly_one_effect() {
         let publish = async_nats::jetstream::message::PublishMessage::build()
             .payload(codec::encode(&item, Encoding::MsgPack).unwrap().into())
             .message_id(format!("{}:replay:{n}", item.msg_id()));
-        js.send_publish(config.subjects().work(stage, request_id), publish).await.unwrap().await.unwrap();
+        js.send_publish(config.subjects().loop_work(stage, request_id, 0), publish).await.unwrap().await.unwrap();
     }
 
     let events = events_of(&config, request_id, Duration::from_secs(2)).await;

@@ -11,6 +11,7 @@ mod gateway;
 mod gateway_clients;
 mod graph;
 mod injection_sql;
+mod loop_stream;
 mod nats_restart;
 mod outages;
 mod qdrant_server;

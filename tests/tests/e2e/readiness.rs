@@ -26,7 +26,7 @@ async fn a_cluster_asked_the_moment_it_is_ready_answers_at_once() {
         let config = deployment.config();
         let subjects = config.subjects();
         let js = async_nats::jetstream::new(client.clone());
-        let work = js.get_stream(subjects.work_stream()).await.unwrap();
+        let work = js.get_stream(subjects.loops_stream()).await.unwrap();
         for stage in CONSUMING {
             let info = work.consumer_info(subjects.consumer(stage)).await.unwrap();
             assert!(info.num_waiting >= 1, "round {round}: no pull request from the {stage} workers at `serving`");

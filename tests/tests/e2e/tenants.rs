@@ -208,7 +208,7 @@ async fn a_tenant_sees_nothing_of_another_tenants_requests() {
     // A reply subject aimed at ALPHA's loop state: inside BETA's account it is only BETA's own subject, and the
     // server hands sleuth its import's reply subject instead.
     // (The answer to it arrives on BETA's own subject of that name, in BETA's account.)
-    let aimed = format!("$KV.{}.{id}", subjects.loops_bucket());
+    let aimed = subjects.loop_state(id);
     beta.publish_with_reply(subjects.ask(), aimed.clone(), br#"{"query":"Who is Luffy?"}"#.as_slice().into())
         .await
         .unwrap();

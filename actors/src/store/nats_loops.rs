@@ -1,0 +1,249 @@
+//! [`LoopStream`]: loop state in the stream `SLEUTH_LOOPS`, where it travels with the work. A request's messages
+//! are `<prefix>.loop.<request_id>.*`; the last one is its state, and its stream sequence the state's revision.
+//! Every write there expects that revision on those subjects (`Nats-Expected-Last-Subject-Sequence`, with
+//! `Nats-Expected-Last-Subject-Sequence-Subject` naming the wildcard: nats-server 2.11 or newer), so each write is
+//! a compare-and-swap; and the write that commits a hop's state is the hop's next work message, so a hop is one
+//! round trip (ARCHITECTURE.md, Delivery).
+//!
+//! A request keeps one message per subject, and only its last one is its state. Every message of a request that is
+//! not finished carries a time to live (`Nats-TTL`) of its deadline plus [`WORK_TTL_MARGIN`], and the final state
+//! none, so once a request ended and its deadline is long past, its final state alone is kept, for
+//! `nats.loop_ttl_s`: what a key of a KV bucket would keep. All of an unfinished request's messages expire
+//! together, so an older one never outlives a newer one and becomes the state again.
+
+use std::{sync::Arc, time::Duration};
+
+use async_nats::{
+    HeaderMap, StatusCode,
+    jetstream::{self, context::PublishErrorKind, message::PublishMessage as Publish, stream},
+};
+use async_trait::async_trait;
+use bytes::Bytes;
+use sleuth_messages::{
+    Encoding, LoopState, Phase, WorkItem, WorkMessage, codec, encode_commit,
+    subjects::{LoopKind, Subjects},
+};
+use uuid::Uuid;
+
+use super::{Committed, StateStore, StoreError};
+use crate::{config::Config, telemetry::TraceHeaders};
+
+/// The oldest nats-server that checks an expected last sequence over a wildcard subject. An older one ignores the
+/// header it does not know and checks the literal subject alone, which would let two writers both commit: sleuth
+/// refuses to start on it.
+pub const MIN_SERVER: (u64, u64) = (2, 11);
+
+/// How long an unfinished request's messages outlive its deadline: far longer than any watchdog takes to end it
+/// (its timer comes back to another watchdog within `nats.ack_wait_ms` when one dies), so a request under way
+/// never loses its state, and after it the work is gone.
+pub const WORK_TTL_MARGIN: Duration = Duration::from_secs(600);
+
+/// The time to live of a message of an unfinished request whose deadline is `deadline_ms`, in whole seconds (as
+/// `Nats-TTL` counts them, at least one).
+pub fn work_ttl(deadline_ms: u64, now_ms: u64) -> Duration {
+    let ttl = Duration::from_millis(deadline_ms.saturating_sub(now_ms)) + WORK_TTL_MARGIN;
+    Duration::from_secs(ttl.as_secs_f64().ceil().max(1.0) as u64)
+}
+
+pub struct LoopStream {
+    js: jetstream::Context,
+    subjects: Subjects,
+    /// `$JS.API.DIRECT.GET.<stream>`: a load is a direct get of the last message on the request's subjects, asked
+    /// in the request's body because a wildcard cannot be part of the subject the get is sent to.
+    direct_get: String,
+}
+
+fn unavailable(e: impl std::fmt::Display) -> StoreError {
+    StoreError::Unavailable(e.to_string())
+}
+
+/// The stream's configuration: limits retention, one message per subject (a request keeps its state and the last
+/// work message of each kind, a handful in all), for `nats.loop_ttl_s` after it was written.
+pub fn stream_config(config: &Config) -> stream::Config {
+    let subjects = config.subjects();
+    let ttl = config.loop_ttl();
+    stream::Config {
+        name: subjects.loops_stream(),
+        description: Some("sleuth loop state and work, one subject per request and kind".to_string()),
+        subjects: vec![subjects.loops_all()],
+        retention: stream::RetentionPolicy::Limits,
+        storage: stream::StorageType::File,
+        max_messages_per_subject: 1,
+        max_age: ttl,
+        duplicate_window: Duration::from_secs(config.nats.duplicate_window_s).min(ttl),
+        // A state is replaced, never deleted: no client may remove a request's state from under it.
+        deny_delete: true,
+        // An unfinished request's messages expire with its deadline (`work_ttl`), a finished one's state with max_age.
+        allow_message_ttl: true,
+        allow_direct: true,
+        num_replicas: config.nats.replicas.max(1),
+        ..Default::default()
+    }
+}
+
+/// Refuses a server too old to check a swap over a request's subjects ([`MIN_SERVER`]), naming its version.
+pub fn check_server(client: &async_nats::Client) -> Result<(), StoreError> {
+    let version = client.server_info().version;
+    if !supported(&version) {
+        return Err(StoreError::Unavailable(format!(
+            "nats-server {version} is too old: sleuth needs {}.{} or newer (it checks a state's revision over a \
+             request's subjects with Nats-Expected-Last-Subject-Sequence-Subject); tested with 2.15.1",
+            MIN_SERVER.0, MIN_SERVER.1
+        )));
+    }
+    Ok(())
+}
+
+/// Whether nats-server `version` (`2.15.1`, `v2.12.0-RC.1`) is [`MIN_SERVER`] or newer.
+fn supported(version: &str) -> bool {
+    let mut parts = version.trim_start_matches('v').split(['.', '-']).map(|p| p.parse::<u64>().unwrap_or(0));
+    (parts.next().unwrap_or(0), parts.next().unwrap_or(0)) >= MIN_SERVER
+}
+
+impl LoopStream {
+    /// The state store on the loop stream, which the bus creates ([`crate::bus::nats::NatsBus::start`], or
+    /// `sleuth setup`); reading and writing it needs no more than the stream's name, so a client that only reads
+    /// states (the gateway, `sleuth ask --json`) needs no right to look the stream up.
+    pub fn new(client: &async_nats::Client, config: &Config) -> Result<LoopStream, StoreError> {
+        check_server(client)?;
+        let subjects = config.subjects();
+        let direct_get = format!("$JS.API.DIRECT.GET.{}", subjects.loops_stream());
+        Ok(LoopStream { js: jetstream::new(client.clone()), subjects, direct_get })
+    }
+
+    /// Publishes `payload` on `subject` if the request's last message is still `revision` (0: it has none).
+    /// Returns the new message's sequence. A message id makes a re-sent commit a duplicate, which is refused like
+    /// a stale one: whoever sent it first committed, and the caller reloads to see what.
+    async fn write(
+        &self,
+        state: &LoopState,
+        subject: String,
+        payload: Vec<u8>,
+        revision: u64,
+        msg_id: Option<String>,
+        trace: Option<&TraceHeaders>,
+    ) -> Result<u64, StoreError> {
+        let mut headers = HeaderMap::new();
+        if let Some(trace) = trace {
+            trace.to_nats(&mut headers);
+        }
+        headers.insert("Nats-Expected-Last-Subject-Sequence", revision.to_string().as_str());
+        headers.insert("Nats-Expected-Last-Subject-Sequence-Subject", self.subjects.loop_of(state.request_id).as_str());
+        if state.phase != Phase::Done {
+            let ttl = work_ttl(state.deadline_ms, crate::telemetry::now_ms());
+            headers.insert("Nats-TTL", ttl.as_secs().to_string().as_str());
+        }
+        let mut publish = Publish::build().headers(headers).payload(Bytes::from(payload));
+        if let Some(id) = msg_id {
+            publish = publish.message_id(id);
+        }
+        let sent = self.js.send_publish(subject, publish).await.map_err(unavailable)?;
+        match sent.await {
+            Ok(ack) if ack.duplicate => Err(StoreError::Conflict),
+            Ok(ack) => Ok(ack.sequence),
+            Err(e) if e.kind() == PublishErrorKind::WrongLastSequence => Err(StoreError::Conflict),
+            Err(e) => Err(unavailable(e)),
+        }
+    }
+}
+
+fn encode(state: &LoopState) -> Result<Vec<u8>, StoreError> {
+    codec::encode(state, Encoding::MsgPack).map_err(|e| StoreError::Corrupt(e.to_string()))
+}
+
+/// A first write finding the request's subjects taken: the request exists.
+fn created(result: Result<u64, StoreError>) -> Result<u64, StoreError> {
+    result.map_err(|e| match e {
+        StoreError::Conflict => StoreError::AlreadyExists,
+        other => other,
+    })
+}
+
+#[async_trait]
+impl StateStore for LoopStream {
+    async fn create(&self, state: &LoopState) -> Result<u64, StoreError> {
+        let id = state.request_id;
+        created(self.write(state, self.subjects.loop_state(id), encode(state)?, 0, None, None).await)
+    }
+
+    async fn load(&self, request_id: Uuid) -> Result<Option<(Arc<LoopState>, u64)>, StoreError> {
+        let body = serde_json::json!({ "last_by_subj": self.subjects.loop_of(request_id) }).to_string();
+        let message =
+            self.js.client().request(self.direct_get.clone(), Bytes::from(body)).await.map_err(unavailable)?;
+        match message.status {
+            None | Some(StatusCode::OK) => {}
+            Some(StatusCode::NOT_FOUND) => return Ok(None),
+            Some(status) => {
+                let why = message.description.as_deref().unwrap_or("no description");
+                return Err(unavailable(format!("direct get of {request_id} answered {status}: {why}")));
+            }
+        }
+        let header = |name: &str| message.headers.as_ref().and_then(|h| h.get(name)).map(|v| v.as_str().to_string());
+        let (Some(subject), Some(sequence)) = (header("Nats-Subject"), header("Nats-Sequence")) else {
+            return Err(StoreError::Corrupt("a direct get answered without its subject and sequence".to_string()));
+        };
+        let revision = sequence.parse::<u64>().map_err(|e| StoreError::Corrupt(format!("sequence {sequence}: {e}")))?;
+        let corrupt = |e: &dyn std::fmt::Display| StoreError::Corrupt(format!("{subject}: {e}"));
+        let state = match self.subjects.parse_loop(&subject).map(|l| l.kind) {
+            Some(LoopKind::State) => codec::decode::<LoopState>(&message.payload).map_err(|e| corrupt(&e))?.0,
+            Some(LoopKind::Commit(_)) => {
+                let (work, _) = codec::decode::<WorkMessage>(&message.payload).map_err(|e| corrupt(&e))?;
+                let (_, snapshot) = work.into_parts();
+                snapshot.ok_or_else(|| corrupt(&"a commit without the state it commits"))?.state
+            }
+            _ => return Err(corrupt(&"not a state of the loop stream")),
+        };
+        if state.request_id != request_id {
+            return Err(corrupt(&format!("the state of request {}", state.request_id)));
+        }
+        Ok(Some((Arc::new(state), revision)))
+    }
+
+    async fn compare_and_swap(&self, state: &Arc<LoopState>, revision: u64) -> Result<u64, StoreError> {
+        let id = state.request_id;
+        self.write(state, self.subjects.loop_state(id), encode(state)?, revision, None, None).await
+    }
+
+    fn carries_work(&self) -> bool {
+        true
+    }
+
+    async fn commit_with_work(
+        &self,
+        state: &Arc<LoopState>,
+        revision: Option<u64>,
+        work: &WorkItem,
+        trace: &TraceHeaders,
+    ) -> Result<Committed, StoreError> {
+        let id = state.request_id;
+        let payload = encode_commit(work, state).map_err(|e| StoreError::Corrupt(e.to_string()))?;
+        let subject = self.subjects.loop_commit(work.stage, id);
+        let written =
+            self.write(state, subject, payload, revision.unwrap_or(0), Some(work.msg_id()), Some(trace)).await;
+        let revision = if revision.is_none() { created(written)? } else { written? };
+        Ok(Committed { revision, carried: true })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_unfinished_requests_messages_live_until_well_past_its_deadline() {
+        let now = 1_000_000;
+        assert_eq!(work_ttl(now + 30_000, now), Duration::from_secs(30) + WORK_TTL_MARGIN);
+        assert_eq!(work_ttl(now + 1, now), Duration::from_secs(1) + WORK_TTL_MARGIN, "whole seconds, rounded up");
+        assert_eq!(work_ttl(now - 5_000, now), WORK_TTL_MARGIN, "a passed deadline still leaves the margin");
+    }
+
+    #[test]
+    fn a_server_older_than_2_11_is_refused() {
+        for old in ["2.9.10", "2.10.29", "v2.10.0-RC.3", "", "garbage"] {
+            assert!(!supported(old), "{old}");
+        }
+        for new in ["2.11.0", "2.15.1", "v2.12.0-RC.1", "3.0.0"] {
+            assert!(supported(new), "{new}");
+        }
+    }
+}
