@@ -107,17 +107,21 @@ pub fn work_items(state: &LoopState, by: Option<Stage>) -> impl Iterator<Item = 
             stage,
         })
     };
-    let slots: Vec<(Stage, u32)> = match &state.phase {
-        Phase::Planning => vec![(Stage::Planner, 0)],
-        Phase::Acting { pending } => pending
-            .iter()
-            .filter_map(|slot| current_action(state, *slot).and_then(executor_of).map(|stage| (stage, *slot)))
-            .collect(),
-        Phase::Grading => vec![(Stage::Grader, 0)],
-        Phase::Synthesizing => vec![(Stage::Synthesizer, 0)],
-        Phase::Done => vec![],
+    // Every phase but acting sends one stage's work; acting sends a turn's pending slots (no allocation: this runs
+    // on every hop).
+    let single = match &state.phase {
+        Phase::Planning => Some((Stage::Planner, 0)),
+        Phase::Grading => Some((Stage::Grader, 0)),
+        Phase::Synthesizing => Some((Stage::Synthesizer, 0)),
+        Phase::Acting { .. } | Phase::Done => None,
     };
-    slots.into_iter().filter_map(move |(stage, step)| work(stage, step))
+    let pending = match &state.phase {
+        Phase::Acting { pending } => pending.as_slice(),
+        _ => &[],
+    };
+    let slots =
+        pending.iter().filter_map(|slot| current_action(state, *slot).and_then(executor_of).map(|s| (s, *slot)));
+    single.into_iter().chain(slots).filter_map(move |(stage, step)| work(stage, step))
 }
 
 /// The first work item the state calls for that `by` may send: what a hop's commit carries over NATS.

@@ -36,6 +36,27 @@ fn unknown_schema_version_is_reported_as_such() {
     assert_eq!(response.kind, ErrorKind::UnsupportedVersion);
 }
 
+/// The version is read before what follows it: a work message of another version whose loop state this version
+/// cannot read is a version problem (the probe stops at the envelope instead of walking the state), and one of
+/// this version with a broken state is malformed.
+#[test]
+fn a_version_is_found_before_a_state_that_cannot_be_read() {
+    let with_broken_state = |version: u16| {
+        let mut item = work_item();
+        item.envelope.schema_version = version;
+        let mut bytes = encode(&item, Encoding::MsgPack).unwrap();
+        // A third field, "snapshot", whose value opens a map and ends there.
+        bytes[0] = 0x83;
+        bytes.extend_from_slice(b"\xa8snapshot\x81");
+        bytes
+    };
+    let response: ErrorResponse = decode::<crate::work::WorkMessage>(&with_broken_state(7)).unwrap_err().into();
+    assert_eq!(response.kind, ErrorKind::UnsupportedVersion);
+    let response: ErrorResponse =
+        decode::<crate::work::WorkMessage>(&with_broken_state(SCHEMA_VERSION)).unwrap_err().into();
+    assert_eq!(response.kind, ErrorKind::Malformed);
+}
+
 /// serde matches MessagePack maps keyed by field index, and structs sent as arrays, by position; the version
 /// check must find the version there too (fuzzing found `{5: 5, 0: "…"}` decoding as an `AskRequest` of version 5).
 #[test]

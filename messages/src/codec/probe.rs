@@ -6,7 +6,7 @@
 //! names only let `{5: 5}` through as an `AskRequest` of version 5 (found by fuzzing; the input is in `fuzz/corpus/wire`).
 //! So the probe learns `T`'s field list from serde itself and looks by name, by index and by position.
 
-use std::fmt;
+use std::{cell::Cell, fmt};
 
 use serde::{
     Deserialize, Deserializer,
@@ -21,11 +21,23 @@ use crate::envelope::Envelope;
 /// payload declares none, `T` has neither field, or the payload is too malformed to say (the full decode says).
 pub(super) fn declared_version<T: DeserializeOwned>(bytes: &[u8], encoding: Encoding) -> Option<u16> {
     let fields = struct_fields::<T>()?;
-    let probe = Probe { version_at: position(fields, "schema_version"), envelope_at: position(fields, "envelope") };
+    // MessagePack is read only as far as the version: a work message's envelope comes first and its loop state
+    // after, and walking the state was a tenth of a hop's instructions. The probe then stops the parse with an
+    // error (the parser insists that a map it began is read to its end) and leaves what it found here. JSON, only
+    // ever a client's question, is read to its end.
+    let found = Cell::new(None);
+    let probe = Probe {
+        version_at: position(fields, "schema_version"),
+        envelope_at: position(fields, "envelope"),
+        stop: (encoding == Encoding::MsgPack).then_some(&found),
+    };
     if probe.version_at.is_none() && probe.envelope_at.is_none() {
         return None;
     }
-    parse_seeded(bytes, encoding, probe).ok().flatten()
+    match parse_seeded(bytes, encoding, probe) {
+        Ok(version) => version,
+        Err(_) => found.get().flatten(),
+    }
 }
 
 fn position(fields: &[&str], name: &str) -> Option<usize> {
@@ -33,17 +45,43 @@ fn position(fields: &[&str], name: &str) -> Option<usize> {
 }
 
 /// Where to look in one struct: the version field's position, and the envelope's (whose version is looked up
-/// the same way, one level down).
+/// the same way, one level down). With `stop`, the parse ends as soon as what the struct declares is known (its
+/// own version, or its envelope's when it has no version field of its own), with that left in `stop`. (A field
+/// given twice, which would make this differ from the full decode, fails that decode anyway.)
 #[derive(Clone, Copy)]
-struct Probe {
+struct Probe<'a> {
     version_at: Option<usize>,
     envelope_at: Option<usize>,
+    stop: Option<&'a Cell<Option<Option<u16>>>>,
 }
 
-impl Probe {
-    fn of_envelope() -> Probe {
+impl<'a> Probe<'a> {
+    /// The probe of this struct's envelope, which may end the parse only when this struct's answer is its
+    /// envelope's.
+    fn envelope_probe(&self) -> Probe<'a> {
         let fields = struct_fields::<Envelope>().unwrap_or_default();
-        Probe { version_at: position(fields, "schema_version"), envelope_at: None }
+        let stop = self.stop.filter(|_| self.version_at.is_none());
+        Probe { version_at: position(fields, "schema_version"), envelope_at: None, stop }
+    }
+
+    /// Ends the parse with the answer, once it is known and this probe may stop: the struct's own version when it
+    /// gives one, else its envelope's (`seen` says which of the two were read so far).
+    fn stop_with<E: de::Error>(
+        &self,
+        seen: (bool, bool),
+        version: Option<u16>,
+        envelope: Option<u16>,
+    ) -> Result<(), E> {
+        let (seen_version, seen_envelope) = seen;
+        let known = version.is_some()
+            || ((seen_version || self.version_at.is_none()) && (seen_envelope || self.envelope_at.is_none()));
+        match self.stop {
+            Some(found) if known => {
+                found.set(Some(version.or(envelope)));
+                Err(E::custom("the declared version is found"))
+            }
+            _ => Ok(()),
+        }
     }
 
     /// What the value at `key` is to this probe.
@@ -78,7 +116,7 @@ enum Role {
     Skip,
 }
 
-impl<'de> DeserializeSeed<'de> for Probe {
+impl<'de> DeserializeSeed<'de> for Probe<'_> {
     type Value = Option<u16>;
 
     fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Option<u16>, D::Error> {
@@ -86,7 +124,7 @@ impl<'de> DeserializeSeed<'de> for Probe {
     }
 }
 
-impl<'de> Visitor<'de> for Probe {
+impl<'de> Visitor<'de> for Probe<'_> {
     type Value = Option<u16>;
 
     fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
@@ -95,29 +133,37 @@ impl<'de> Visitor<'de> for Probe {
 
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Option<u16>, A::Error> {
         let (mut version, mut envelope) = (None, None);
+        let mut seen = (false, false);
         while let Some(key) = map.next_key::<Key>()? {
             match self.role(&key) {
-                Role::Version => version = map.next_value::<Option<u16>>()?,
-                Role::Envelope => envelope = map.next_value_seed(Probe::of_envelope())?,
+                Role::Version => (version, seen.0) = (map.next_value::<Option<u16>>()?, true),
+                Role::Envelope => (envelope, seen.1) = (map.next_value_seed(self.envelope_probe())?, true),
                 Role::Skip => {
                     map.next_value::<IgnoredAny>()?;
+                    continue;
                 }
             }
+            self.stop_with(seen, version, envelope)?;
         }
         Ok(version.or(envelope))
     }
 
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Option<u16>, A::Error> {
         let (mut version, mut envelope) = (None, None);
+        let mut seen = (false, false);
         let mut index = 0;
         loop {
-            let found = match self.role(&Key::Index(index)) {
-                Role::Version => seq.next_element::<Option<u16>>()?.map(|v| version = v),
-                Role::Envelope => seq.next_element_seed(Probe::of_envelope())?.map(|v| envelope = v),
+            let role = self.role(&Key::Index(index));
+            let found = match role {
+                Role::Version => seq.next_element::<Option<u16>>()?.map(|v| (version, seen.0) = (v, true)),
+                Role::Envelope => seq.next_element_seed(self.envelope_probe())?.map(|v| (envelope, seen.1) = (v, true)),
                 Role::Skip => seq.next_element::<IgnoredAny>()?.map(drop),
             };
             if found.is_none() {
                 return Ok(version.or(envelope));
+            }
+            if !matches!(role, Role::Skip) {
+                self.stop_with(seen, version, envelope)?;
             }
             index += 1;
         }
