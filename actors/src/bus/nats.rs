@@ -55,7 +55,7 @@ pub struct NatsBus {
 impl NatsBus {
     /// Creates (or finds) the loop, timer and events streams. Refuses a server older than the loop stream needs.
     pub async fn start(client: async_nats::Client, config: Arc<Config>) -> Result<Arc<NatsBus>, BusError> {
-        nats_loops::check_server(&client).map_err(|e| unavailable(e.to_string()))?;
+        nats_loops::check_server(&client).map_err(BusError::Unavailable)?;
         let js = jetstream::new(client.clone());
         let subjects = config.subjects();
         let dup = Duration::from_secs(config.nats.duplicate_window_s);

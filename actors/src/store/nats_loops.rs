@@ -82,14 +82,14 @@ pub fn stream_config(config: &Config) -> stream::Config {
 }
 
 /// Refuses a server too old to check a swap over a request's subjects ([`MIN_SERVER`]), naming its version.
-pub fn check_server(client: &async_nats::Client) -> Result<(), StoreError> {
+pub fn check_server(client: &async_nats::Client) -> Result<(), String> {
     let version = client.server_info().version;
     if !supported(&version) {
-        return Err(StoreError::Unavailable(format!(
+        return Err(format!(
             "nats-server {version} is too old: sleuth needs {}.{} or newer (it checks a state's revision over a \
              request's subjects with Nats-Expected-Last-Subject-Sequence-Subject); tested with 2.15.1",
             MIN_SERVER.0, MIN_SERVER.1
-        )));
+        ));
     }
     Ok(())
 }
@@ -105,7 +105,7 @@ impl LoopStream {
     /// `sleuth setup`); reading and writing it needs no more than the stream's name, so a client that only reads
     /// states (the gateway, `sleuth ask --json`) needs no right to look the stream up.
     pub fn new(client: &async_nats::Client, config: &Config) -> Result<LoopStream, StoreError> {
-        check_server(client)?;
+        check_server(client).map_err(StoreError::Unavailable)?;
         let subjects = config.subjects();
         let direct_get = format!("$JS.API.DIRECT.GET.{}", subjects.loops_stream());
         Ok(LoopStream { js: jetstream::new(client.clone()), subjects, direct_get })
