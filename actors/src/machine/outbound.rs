@@ -109,15 +109,12 @@ pub fn work_items(state: &LoopState, by: Option<Stage>) -> impl Iterator<Item = 
     };
     // Every phase but acting sends one stage's work; acting sends a turn's pending slots (no allocation: this runs
     // on every hop).
-    let single = match &state.phase {
-        Phase::Planning => Some((Stage::Planner, 0)),
-        Phase::Grading => Some((Stage::Grader, 0)),
-        Phase::Synthesizing => Some((Stage::Synthesizer, 0)),
-        Phase::Acting { .. } | Phase::Done => None,
-    };
-    let pending = match &state.phase {
-        Phase::Acting { pending } => pending.as_slice(),
-        _ => &[],
+    let (single, pending): (Option<(Stage, u32)>, &[u32]) = match &state.phase {
+        Phase::Planning => (Some((Stage::Planner, 0)), &[]),
+        Phase::Acting { pending } => (None, pending),
+        Phase::Grading => (Some((Stage::Grader, 0)), &[]),
+        Phase::Synthesizing => (Some((Stage::Synthesizer, 0)), &[]),
+        Phase::Done => (None, &[]),
     };
     let slots =
         pending.iter().filter_map(|slot| current_action(state, *slot).and_then(executor_of).map(|s| (s, *slot)));
