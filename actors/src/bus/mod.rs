@@ -6,6 +6,7 @@ pub mod memory;
 pub mod memory_events;
 pub mod memory_timers;
 pub mod nats;
+mod nats_deliveries;
 
 use std::{sync::Arc, time::Duration};
 
@@ -22,6 +23,13 @@ pub enum BusError {
     Unavailable(String),
     #[error("cannot encode message: {0}")]
     Encode(String),
+}
+
+impl BusError {
+    /// A broker's error, as [`BusError::Unavailable`] with its message.
+    pub(crate) fn unavailable(e: impl std::fmt::Display) -> BusError {
+        BusError::Unavailable(e.to_string())
+    }
 }
 
 /// How much work waits for a stage, from the bus's own counts.

@@ -9,7 +9,7 @@ use std::{sync::Arc, time::Duration};
 use async_nats::{
     HeaderMap,
     jetstream::{
-        self, AckKind,
+        self,
         consumer::{AckPolicy, DeliverPolicy, pull},
         message::PublishMessage as Publish,
         stream,
@@ -19,22 +19,18 @@ use async_trait::async_trait;
 use bytes::Bytes;
 use futures::{StreamExt, stream::BoxStream};
 use sleuth_messages::{
-    AskReply, Encoding, Envelope, Event, LoopState, Principal, ReplyTo, Snapshot, Stage, WorkItem, WorkMessage, codec,
-    encode_work,
-    subjects::{LoopKind, Subjects},
+    AskReply, Encoding, Envelope, Event, LoopState, Principal, ReplyTo, Stage, WorkItem, codec, encode_work,
+    subjects::Subjects,
 };
 use tokio::sync::{Mutex, mpsc};
 use uuid::Uuid;
 
 use super::{
-    Backlog, Bus, BusError, Cancel, DeadLetter, DeadlineDelivery, DeadlineQueue, Delivery, WorkQueue,
+    Backlog, Bus, BusError, Cancel, DeadLetter, DeadlineQueue, WorkQueue,
     dead_stream::DeadStream,
+    nats_deliveries::{NatsDeadlines, NatsQueue, PULL_EXPIRES},
 };
 use crate::{config::Config, nats_client::explain, store::nats_loops, telemetry::TraceHeaders};
-
-fn unavailable(e: impl std::fmt::Display) -> BusError {
-    BusError::Unavailable(e.to_string())
-}
 
 pub struct NatsBus {
     client: async_nats::Client,
@@ -71,12 +67,13 @@ impl NatsBus {
                 ..Default::default()
             })
             .await
-            .map_err(|e| unavailable(explain(format!("cannot create stream {}: {e}", subjects.work_stream()))))?;
+            .map_err(|e| {
+                BusError::unavailable(explain(format!("cannot create stream {}: {e}", subjects.work_stream())))
+            })?;
         let wanted = nats_loops::stream_config(&config);
-        let loops = js
-            .get_or_create_stream(wanted)
-            .await
-            .map_err(|e| unavailable(explain(format!("cannot create stream {}: {e}", subjects.loops_stream()))))?;
+        let loops = js.get_or_create_stream(wanted).await.map_err(|e| {
+            BusError::unavailable(explain(format!("cannot create stream {}: {e}", subjects.loops_stream())))
+        })?;
         let events = js
             .get_or_create_stream(stream::Config {
                 name: subjects.events_stream(),
@@ -89,10 +86,12 @@ impl NatsBus {
                 ..Default::default()
             })
             .await
-            .map_err(|e| unavailable(explain(format!("cannot create stream {}: {e}", subjects.events_stream()))))?;
+            .map_err(|e| {
+                BusError::unavailable(explain(format!("cannot create stream {}: {e}", subjects.events_stream())))
+            })?;
         let dead = DeadStream::open(js.clone(), subjects.clone(), config.nats.replicas)
             .await
-            .map_err(|e| unavailable(explain(e)))?;
+            .map_err(|e| BusError::unavailable(explain(e)))?;
         let (poison_tx, poison_rx) = mpsc::unbounded_channel();
         Ok(Arc::new(NatsBus {
             client,
@@ -142,7 +141,12 @@ impl NatsBus {
         }
         // Headers first: `headers` replaces the whole map, `message_id` adds Nats-Msg-Id to it.
         let publish = Publish::build().headers(headers).payload(Bytes::from(payload)).message_id(msg_id);
-        self.js.send_publish(subject, publish).await.map_err(unavailable)?.await.map_err(unavailable)?;
+        self.js
+            .send_publish(subject, publish)
+            .await
+            .map_err(BusError::unavailable)?
+            .await
+            .map_err(BusError::unavailable)?;
         Ok(())
     }
 
@@ -166,7 +170,7 @@ impl NatsBus {
                 },
             )
             .await
-            .map_err(|e| unavailable(explain(format!("cannot create consumer {name}: {e}"))))
+            .map_err(|e| BusError::unavailable(explain(format!("cannot create consumer {name}: {e}"))))
     }
 
     async fn consumer(&self, stage: Stage) -> Result<jetstream::consumer::PullConsumer, BusError> {
@@ -187,7 +191,7 @@ impl NatsBus {
                 },
             )
             .await
-            .map_err(|e| unavailable(explain(format!("cannot create consumer {name}: {e}"))))
+            .map_err(|e| BusError::unavailable(explain(format!("cannot create consumer {name}: {e}"))))
     }
 }
 
@@ -224,13 +228,13 @@ impl Bus for NatsBus {
             let mut headers = HeaderMap::new();
             trace.to_nats(&mut headers);
             let copy = Bytes::from(payload.clone());
-            self.client.publish_with_headers(subject, headers, copy).await.map_err(unavailable)?;
+            self.client.publish_with_headers(subject, headers, copy).await.map_err(BusError::unavailable)?;
         }
         self.publish(self.subjects.events(event.request_id), event.msg_id(), payload, trace, None).await
     }
 
     async fn flush(&self) -> Result<(), BusError> {
-        self.client.flush().await.map_err(unavailable)
+        self.client.flush().await.map_err(BusError::unavailable)
     }
 
     async fn reply(&self, to: &ReplyTo, reply: &AskReply, trace: &TraceHeaders) -> Result<(), BusError> {
@@ -245,8 +249,8 @@ impl Bus for NatsBus {
         self.client
             .publish_with_headers(to.subject.clone(), headers, Bytes::from(payload))
             .await
-            .map_err(unavailable)?;
-        self.client.flush().await.map_err(unavailable)
+            .map_err(BusError::unavailable)?;
+        self.client.flush().await.map_err(BusError::unavailable)
     }
 
     async fn work_queue(&self, stage: Stage) -> Result<Arc<dyn WorkQueue>, BusError> {
@@ -258,7 +262,7 @@ impl Bus for NatsBus {
             .expires(PULL_EXPIRES)
             .messages()
             .await
-            .map_err(|e| unavailable(format!("cannot consume {stage} work: {e}")))?;
+            .map_err(|e| BusError::unavailable(format!("cannot consume {stage} work: {e}")))?;
         let (poison, dead, subjects) = (self.poison_tx.clone(), self.dead.clone(), self.subjects.clone());
         Ok(Arc::new(NatsQueue { messages: Mutex::new(messages), stage, poison, dead, subjects }))
     }
@@ -274,8 +278,11 @@ impl Bus for NatsBus {
                 self.subjects.loops_stream(),
                 self.subjects.consumer(stage)
             );
-            let sub =
-                self.client.queue_subscribe(subject, "sleuth-dead-letters".to_string()).await.map_err(unavailable)?;
+            let sub = self
+                .client
+                .queue_subscribe(subject, "sleuth-dead-letters".to_string())
+                .await
+                .map_err(BusError::unavailable)?;
             let (loops, dead, subjects) = (self.loops.clone(), self.dead.clone(), self.subjects.clone());
             let letters = sub
                 .filter_map(move |msg| {
@@ -297,8 +304,8 @@ impl Bus for NatsBus {
                 ..Default::default()
             })
             .await
-            .map_err(unavailable)?;
-        let messages = consumer.messages().await.map_err(unavailable)?;
+            .map_err(BusError::unavailable)?;
+        let messages = consumer.messages().await.map_err(BusError::unavailable)?;
         Ok(messages
             .filter_map(|m| async move {
                 let m = m.ok()?;
@@ -321,17 +328,17 @@ impl Bus for NatsBus {
             .expires(PULL_EXPIRES)
             .messages()
             .await
-            .map_err(|e| unavailable(format!("cannot consume deadline timers: {e}")))?;
+            .map_err(|e| BusError::unavailable(format!("cannot consume deadline timers: {e}")))?;
         Ok(Arc::new(NatsDeadlines { messages: Mutex::new(messages) }))
     }
 
     async fn publish_cancel(&self, request_id: Uuid) -> Result<(), BusError> {
-        self.client.publish(self.subjects.cancel(request_id), Bytes::new()).await.map_err(unavailable)?;
-        self.client.flush().await.map_err(unavailable)
+        self.client.publish(self.subjects.cancel(request_id), Bytes::new()).await.map_err(BusError::unavailable)?;
+        self.client.flush().await.map_err(BusError::unavailable)
     }
 
     async fn cancels(&self) -> Result<BoxStream<'static, Cancel>, BusError> {
-        let sub = self.client.subscribe(self.subjects.cancel_all()).await.map_err(unavailable)?;
+        let sub = self.client.subscribe(self.subjects.cancel_all()).await.map_err(BusError::unavailable)?;
         Ok(sub
             .filter_map(|msg| async move {
                 let request_id = request_id_of(msg.subject.as_str())?;
@@ -353,7 +360,11 @@ impl Bus for NatsBus {
 
     async fn backlog(&self, stage: Stage) -> Result<Backlog, BusError> {
         let name = self.subjects.consumer(stage);
-        let info = self.loops.consumer_info(&name).await.map_err(|e| unavailable(format!("consumer {name}: {e}")))?;
+        let info = self
+            .loops
+            .consumer_info(&name)
+            .await
+            .map_err(|e| BusError::unavailable(format!("consumer {name}: {e}")))?;
         Ok(Backlog {
             waiting: info.num_pending,
             delivered: info.delivered.consumer_sequence,
@@ -393,213 +404,4 @@ async fn dead_letter_from_advisory(
     let reason = format!("failed {deliveries} deliveries");
     dead.keep(stage, request_id, raw.subject.as_str(), raw.payload.clone(), &reason).await;
     Some(DeadLetter { request_id, stage, reason })
-}
-
-pub struct NatsQueue {
-    messages: Mutex<pull::Stream>,
-    stage: Stage,
-    poison: mpsc::UnboundedSender<DeadLetter>,
-    dead: DeadStream,
-    subjects: Subjects,
-}
-
-/// How long one pull request waits on the server. A server that is SIGKILLed forgets the pull requests it held
-/// and tells no one: the client pulls again only when its request expires (async-nats' default: 30 s, which left
-/// stages idle for that long after a restart). Short pulls cost one small request per consumer every few
-/// seconds.
-const PULL_EXPIRES: Duration = Duration::from_secs(3);
-
-#[async_trait]
-impl WorkQueue for NatsQueue {
-    async fn next(&self) -> Result<Option<Box<dyn Delivery>>, BusError> {
-        loop {
-            let next = self.messages.lock().await.next().await;
-            let Some(message) = next else { return Ok(None) };
-            let message = message.map_err(unavailable)?;
-            let info = message.info().ok();
-            let attempt = info.as_ref().map(|i| i.delivered.max(1) as u32).unwrap_or(1);
-            let sequence = info.as_ref().map(|i| i.stream_sequence);
-            let trace = TraceHeaders::from_nats(message.headers.as_ref());
-            let kind = self.subjects.parse_loop(message.subject.as_str());
-            // A snapshot that does not decode (a newer state layout) is no reason to refuse the work: the item
-            // alone still says what to do, and the store has the state.
-            let decoded = codec::decode::<WorkMessage>(&message.payload)
-                .map(|(m, _)| m.into_parts())
-                .or_else(|_| codec::decode::<WorkItem>(&message.payload).map(|(item, _)| (item, None)));
-            match decoded {
-                Ok((item, mut snapshot)) => {
-                    // A commit's revision is its own place in the stream; work sent after one names the commit's.
-                    match (kind.map(|k| k.kind), sequence) {
-                        (Some(LoopKind::Commit(_)), Some(sequence)) => {
-                            snapshot.iter_mut().for_each(|s| s.revision = sequence)
-                        }
-                        (Some(LoopKind::Work(..)), _) => {}
-                        _ => snapshot = None,
-                    }
-                    let message = Some(message);
-                    return Ok(Some(Box::new(NatsDelivery { message, item, snapshot, attempt, trace })));
-                }
-                Err(e) => {
-                    tracing::error!(subject = %message.subject, error = %e, "undecodable work message, terminating it");
-                    let reason = format!("undecodable work message: {e}");
-                    let request_id = kind.map(|k| k.request_id);
-                    let (subject, payload) = (message.subject.as_str(), message.payload.clone());
-                    // Without a copy kept, it is left unacknowledged: redelivered, then dead-lettered by advisory.
-                    if !self.dead.keep(self.stage, request_id.unwrap_or_default(), subject, payload, &reason).await {
-                        continue;
-                    }
-                    if let Some(request_id) = request_id {
-                        let _ = self.poison.send(DeadLetter { request_id, stage: self.stage, reason });
-                    }
-                    let _ = message.ack_with(AckKind::Term).await;
-                }
-            }
-        }
-    }
-
-    async fn close(&self) {
-        let mut messages = self.messages.lock().await;
-        // What the last pull already fetched; a few milliseconds of silence means nothing more is on its way.
-        // Handed back with a delay: a plain nak is redelivered at once to this very pull, which would hand it
-        // back again until the message ran out of deliveries and was dead-lettered.
-        while let Ok(Some(Ok(message))) = tokio::time::timeout(Duration::from_millis(25), messages.next()).await {
-            let _ = message.ack_with(AckKind::Nak(Some(HANDBACK_DELAY))).await;
-        }
-    }
-}
-
-/// How long work a draining process hands back waits before another replica may take it: longer than the
-/// drain's 25 ms of silence, far shorter than the ack wait a dropped message would cost.
-const HANDBACK_DELAY: Duration = Duration::from_millis(500);
-
-struct NatsDelivery {
-    /// `None` once acknowledged.
-    message: Option<jetstream::Message>,
-    item: WorkItem,
-    snapshot: Option<Snapshot>,
-    attempt: u32,
-    trace: TraceHeaders,
-}
-
-impl Drop for NatsDelivery {
-    fn drop(&mut self) {
-        // Dropped without an answer (the worker panicked): ask for redelivery now instead of after AckWait.
-        if let Some(message) = self.message.take()
-            && let Ok(handle) = tokio::runtime::Handle::try_current()
-        {
-            handle.spawn(async move {
-                let _ = message.ack_with(AckKind::Nak(None)).await;
-            });
-        }
-    }
-}
-
-#[async_trait]
-impl Delivery for NatsDelivery {
-    fn item(&self) -> &WorkItem {
-        &self.item
-    }
-
-    fn attempt(&self) -> u32 {
-        self.attempt
-    }
-
-    fn trace(&self) -> &TraceHeaders {
-        &self.trace
-    }
-
-    fn take_snapshot(&mut self) -> Option<Snapshot> {
-        self.snapshot.take()
-    }
-
-    async fn in_progress(&self) -> Result<(), BusError> {
-        in_progress(self.message.as_ref()).await
-    }
-
-    async fn ack(mut self: Box<Self>) -> Result<(), BusError> {
-        ack(self.message.take()).await
-    }
-
-    async fn nak(mut self: Box<Self>, delay: Duration) -> Result<(), BusError> {
-        nak(self.message.take(), delay).await
-    }
-}
-
-/// Extends the ack deadline of a message not yet answered.
-async fn in_progress(message: Option<&jetstream::Message>) -> Result<(), BusError> {
-    match message {
-        Some(m) => m.ack_with(AckKind::Progress).await.map_err(unavailable),
-        None => Ok(()),
-    }
-}
-
-/// Acks a message not yet answered, without waiting for the server to confirm: everything the delivery led to
-/// is already published and acknowledged, so a lost ack costs a redelivery, which the handler skips as a duplicate.
-async fn ack(message: Option<jetstream::Message>) -> Result<(), BusError> {
-    match message {
-        Some(m) => m.ack().await.map_err(unavailable),
-        None => Ok(()),
-    }
-}
-
-/// Asks for redelivery of a message not yet answered after `delay`.
-async fn nak(message: Option<jetstream::Message>, delay: Duration) -> Result<(), BusError> {
-    match message {
-        Some(m) => m.ack_with(AckKind::Nak(Some(delay))).await.map_err(unavailable),
-        None => Ok(()),
-    }
-}
-
-pub struct NatsDeadlines {
-    messages: Mutex<pull::Stream>,
-}
-
-#[async_trait]
-impl DeadlineQueue for NatsDeadlines {
-    async fn next(&self) -> Result<Option<Box<dyn DeadlineDelivery>>, BusError> {
-        loop {
-            let next = self.messages.lock().await.next().await;
-            let Some(message) = next else { return Ok(None) };
-            let message = message.map_err(unavailable)?;
-            match codec::decode::<Envelope>(&message.payload) {
-                Ok((envelope, _)) => {
-                    let trace = TraceHeaders::from_nats(message.headers.as_ref());
-                    return Ok(Some(Box::new(NatsTimer { message: Some(message), envelope, trace })));
-                }
-                Err(e) => {
-                    tracing::error!(subject = %message.subject, error = %e, "undecodable deadline timer, terminating it");
-                    let _ = message.ack_with(AckKind::Term).await;
-                }
-            }
-        }
-    }
-}
-
-struct NatsTimer {
-    message: Option<jetstream::Message>,
-    envelope: Envelope,
-    trace: TraceHeaders,
-}
-
-#[async_trait]
-impl DeadlineDelivery for NatsTimer {
-    fn envelope(&self) -> &Envelope {
-        &self.envelope
-    }
-
-    fn trace(&self) -> &TraceHeaders {
-        &self.trace
-    }
-
-    async fn in_progress(&self) -> Result<(), BusError> {
-        in_progress(self.message.as_ref()).await
-    }
-
-    async fn ack(mut self: Box<Self>) -> Result<(), BusError> {
-        ack(self.message.take()).await
-    }
-
-    async fn nak(mut self: Box<Self>, delay: Duration) -> Result<(), BusError> {
-        nak(self.message.take(), delay).await
-    }
 }
