@@ -73,7 +73,8 @@ pub enum Command {
         #[command(subcommand)]
         what: IngestCommand,
     },
-    /// Score retrieval against gold titles: questions [{id, question, gold_titles, multihop}]
+    /// Score answers and retrieval on a questions file [{id, question, gold_titles, multihop, answer}]: exact match
+    /// and token F1 of the short answer against the gold answer, recall and all-gold@k against the gold titles
     Eval {
         questions: PathBuf,
         /// Ingest this corpus (JSONL) first, into an index of its own under the data directory
@@ -132,6 +133,8 @@ pub enum Command {
     },
     /// Follow a request's events (distributed mode)
     Watch { request_id: uuid::Uuid },
+    /// Print a request's loop state as JSON, with its revision (distributed mode: the sleuth_loops bucket)
+    State { request_id: uuid::Uuid },
     /// Measure end-to-end latency: embedded, or through the cluster when a NATS URL is set
     Bench {
         /// Questions, asked round-robin (default: a few about the demo corpus)
@@ -435,6 +438,19 @@ async fn command(command: Command, config: Config) -> anyhow::Result<ExitCode> {
             let url = config.nats.url.clone().context("watch needs a NATS URL (SLEUTH__NATS__URL or NATS_URL)")?;
             client::watch(&url, &config, request_id).await?;
             Ok(ExitCode::SUCCESS)
+        }
+        Command::State { request_id } => {
+            let url = config.nats.url.clone().context("state needs a NATS URL (SLEUTH__NATS__URL or NATS_URL)")?;
+            match client::state(&url, &config, request_id).await? {
+                Some(json) => {
+                    println!("{json}");
+                    Ok(ExitCode::SUCCESS)
+                }
+                None => {
+                    eprintln!("no state for request {request_id}: unknown, or expired (nats.loop_ttl_s)");
+                    Ok(ExitCode::FAILURE)
+                }
+            }
         }
     }
 }

@@ -131,8 +131,8 @@ pub async fn announce_entity_types(config: &Config, types: &crate::entity_types:
     Ok(true)
 }
 
-/// Creates (or finds) everything a deployment needs on NATS: the loop, timer, events and dead-letter streams,
-/// every stage's durable consumer and the watchdog's, and the KV buckets. Idempotent; refuses, with the command that fixes it, a
+/// Creates (or finds) everything a deployment needs on NATS: the loop bucket, the timer, events and dead-letter
+/// streams, every stage's durable consumer and the watchdog's, and the other KV buckets. Idempotent; refuses, with the command that fixes it, a
 /// stream that exists with other replicas than `nats.replicas`. Run it as a user allowed to create them (the
 /// admin user of `deploy/nats/accounts.conf`); stage users may then only use them. With `database.url`, it also
 /// migrates the graph schema in Postgres and lets `database.reader_role` read it (as the schema's owner), so that
@@ -171,12 +171,12 @@ pub async fn setup(config: &Config) -> anyhow::Result<String> {
         );
     }
     let nats = format!(
-        "streams {}, {}, {} and {}, consumers {}, buckets {}, {} and {}: ready ({replicas} replica(s) each)",
-        subjects.loops_stream(),
+        "streams {}, {} and {}, consumers {}, buckets {}, {}, {} and {}: ready ({replicas} replica(s) each)",
         subjects.work_stream(),
         subjects.events_stream(),
         subjects.dead_stream(),
         consumers.join(", "),
+        subjects.loops_bucket(),
         subjects.conversations_bucket(),
         subjects.meta_bucket(),
         subjects.quotas_bucket(),
@@ -365,6 +365,17 @@ pub async fn watch(url: &str, config: &crate::config::Config, request_id: uuid::
         }
     }
     Ok(())
+}
+
+/// A request's loop state as pretty JSON, with the revision it was read at (`{"revision": n, "state": {…}}`), from
+/// the loop bucket; `None` when the request is unknown or its state expired.
+pub async fn state(url: &str, config: &crate::config::Config, request_id: uuid::Uuid) -> anyhow::Result<Option<String>> {
+    let client = crate::nats_client::connect(url, "sleuth state").await?;
+    let store = crate::store::nats_loops::LoopStream::new(&client, config)?;
+    let Some((state, revision)) = crate::store::StateStore::load(&store, request_id).await? else { return Ok(None) };
+    let json = sleuth_messages::codec::encode(&*state, sleuth_messages::Encoding::Json)?;
+    let state: serde_json::Value = serde_json::from_slice(&json)?;
+    Ok(Some(serde_json::to_string_pretty(&serde_json::json!({ "revision": revision, "state": state }))?))
 }
 
 /// One line per event, for `--watch`.

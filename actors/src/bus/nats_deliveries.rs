@@ -1,5 +1,5 @@
 //! What a stage's or the watchdog's pull consumer hands a worker over NATS: [`NatsQueue`] (a stage's work from
-//! the loop stream, with the state its commit carries) and [`NatsDeadlines`] (the deadline timers), their
+//! the loop bucket, with the state its commit carries) and [`NatsDeadlines`] (the deadline timers), their
 //! deliveries, and the acks, naks and progress acks that answer them.
 
 use std::time::Duration;

@@ -1,4 +1,4 @@
-//! `sleuth eval QUESTIONS.json`: scores retrieval against gold titles, through the loop or as a single retrieval
+//! `sleuth eval QUESTIONS.json`: scores answers and retrieval against gold data, through the loop or as a single retrieval
 //! pass. Reports perfect retrieval@8 (every gold title among the 8 passages finally retrieved or cited) on the final
 //! ranking (cited first) and on retrieval order alone, recall@k, MRR@10, the share of answers that contain the gold
 //! answer and of answers that abstain, the multi-hop subset, latency percentiles and the failed questions. Answers

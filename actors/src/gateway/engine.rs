@@ -32,7 +32,7 @@ pub struct NatsEngine {
     client: async_nats::Client,
     config: Arc<Config>,
     subjects: Subjects,
-    /// The loop stream's state store, made on the first status read.
+    /// The loop bucket's state store, made on the first status read.
     loops: OnceCell<LoopStream>,
     /// The index, opened on the first `search` or `fetch` (MCP).
     index: OnceCell<Arc<Retriever>>,

@@ -159,9 +159,7 @@ async fn http_span(request: axum::extract::Request, next: axum::middleware::Next
     let response = next.run(request).instrument(span.clone()).await;
     let status = response.status().as_u16();
     span.record("http.response.status_code", status);
-    metrics::counter!("sleuth_gateway_requests_total", "path" => path.clone(), "status" => status.to_string())
-        .increment(1);
-    metrics::histogram!("sleuth_gateway_request_seconds", "path" => path).record(started.elapsed().as_secs_f64());
+    crate::telemetry::metrics::gateway_request(path, status, started.elapsed().as_secs_f64());
     response
 }
 

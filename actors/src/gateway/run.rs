@@ -100,7 +100,7 @@ impl StreamCounts {
             return None;
         }
         *n += 1;
-        metrics::gauge!("sleuth_gateway_open_streams").increment(1.0);
+        crate::telemetry::metrics::gateway_stream(true);
         Some(StreamSlot { counts: self.clone(), key })
     }
 }
@@ -114,6 +114,6 @@ impl Drop for StreamSlot {
                 open.remove(&self.key);
             }
         }
-        metrics::gauge!("sleuth_gateway_open_streams").decrement(1.0);
+        crate::telemetry::metrics::gateway_stream(false);
     }
 }

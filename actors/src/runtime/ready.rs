@@ -1,5 +1,5 @@
 //! Ready means ready: a distributed process says it serves (`/readyz`, its `serving` log line, the `nats micro`
-//! ping) only once the server has answered from the loop stream and holds a pull request from each work
+//! ping) only once the server has answered from the loop bucket and holds a pull request from each work
 //! queue the process consumes. Intake's `ask` endpoint and the micro services are registered after this check
 //! (`node.rs`), so a question never reaches a process that cannot take its first step at once.
 
@@ -15,15 +15,15 @@ const POLL: Duration = Duration::from_millis(20);
 /// How long a condition may be unmet before the process logs what it waits for.
 const QUIET: Duration = Duration::from_secs(5);
 
-/// Waits until the process can take its first step: the loop stream answers a read (a direct get right
+/// Waits until the process can take its first step: the loop bucket answers a read (a direct get right
 /// after a server restart, or a stream's creation, answers "no responders" for a moment), and the server holds a
 /// pull request from the workers of every stage in `consuming`. While it waits, `/readyz` says for what.
 pub async fn confirm(ctx: &NodeContext, consuming: &[Stage], health: &Health) -> anyhow::Result<()> {
-    until(health, "the loop stream to answer a read", || async {
+    until(health, "the loop bucket to answer a read", || async {
         match ctx.store.load(uuid::Uuid::nil()).await {
             Ok(_) => Ok(None),
             Err(StoreError::Unavailable(e)) => Ok(Some(e)),
-            Err(e) => Err(anyhow::anyhow!("the loop stream is unreadable: {e}")),
+            Err(e) => Err(anyhow::anyhow!("the loop bucket is unreadable: {e}")),
         }
     })
     .await?;

@@ -48,9 +48,8 @@ impl KvBucket {
     }
 }
 
-/// Opens a KV bucket, creating it if needed; `ttl` of zero keeps entries for ever. The backing stream is created
-/// directly because async-nats' `create_key_value` first reads account info in a shape nats-server 2.9 does not
-/// send.
+/// Opens a KV bucket, creating it with the client library's KV API if it does not exist yet; `ttl` of zero keeps
+/// entries for ever. A process whose user may not create buckets (a stage under its own NATS user) only opens it.
 pub async fn open_kv(
     js: &jetstream::Context,
     bucket: &str,
@@ -58,26 +57,30 @@ pub async fn open_kv(
     replicas: usize,
     description: &str,
 ) -> Result<kv::Store, StoreError> {
-    js.get_or_create_stream(stream::Config {
-        name: format!("KV_{bucket}"),
-        subjects: vec![format!("$KV.{bucket}.>")],
-        max_messages_per_subject: 1,
-        max_age: ttl,
-        allow_rollup: true,
-        deny_delete: true,
-        deny_purge: false,
-        allow_direct: true,
-        discard: stream::DiscardPolicy::New,
-        num_replicas: replicas.max(1),
-        storage: stream::StorageType::File,
-        description: Some(description.to_string()),
-        ..Default::default()
-    })
-    .await
-    .map_err(|e| unavailable(crate::nats_client::explain(format!("cannot create kv bucket {bucket}: {e}"))))?;
-    js.get_key_value(bucket)
-        .await
-        .map_err(|e| unavailable(crate::nats_client::explain(format!("cannot open kv bucket {bucket}: {e}"))))
+    let missing = match js.get_key_value(bucket).await {
+        Ok(store) => return Ok(store),
+        Err(e) => e,
+    };
+    let created = js
+        .create_key_value(kv::Config {
+            bucket: bucket.to_string(),
+            description: description.to_string(),
+            history: 1,
+            max_age: ttl,
+            storage: stream::StorageType::File,
+            num_replicas: replicas.max(1),
+            ..Default::default()
+        })
+        .await;
+    match created {
+        Ok(store) => Ok(store),
+        // Another process may have created it meanwhile.
+        Err(e) => js.get_key_value(bucket).await.map_err(|_| {
+            unavailable(crate::nats_client::explain(format!(
+                "cannot open kv bucket {bucket} ({missing}) nor create it: {e}"
+            )))
+        }),
+    }
 }
 
 #[async_trait]

@@ -1,5 +1,5 @@
 //! Loop-state stores: [`StateStore`] keeps each request's [`LoopState`] with a revision for compare-and-swap.
-//! Two implementations: the JetStream stream `SLEUTH_LOOPS` (`nats_loops.rs`), where a commit can be the next
+//! Two implementations: the JetStream KV bucket `sleuth_loops` (`nats_loops.rs`), where a commit can be the next
 //! work message itself, and an in-memory map. [`Conversations`] and
 //! [`IndexGeneration`] keep intake's conversation turns and the ingestion counter in [`Bucket`]s of their own.
 

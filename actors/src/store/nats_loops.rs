@@ -1,21 +1,24 @@
-//! [`LoopStream`]: loop state in the stream `SLEUTH_LOOPS`, where it travels with the work. A request's messages
-//! are `<prefix>.loop.<request_id>.*`; the last one is its state, and its stream sequence the state's revision.
-//! Every write there expects that revision on those subjects (`Nats-Expected-Last-Subject-Sequence`, with
-//! `Nats-Expected-Last-Subject-Sequence-Subject` naming the wildcard: nats-server 2.11 or newer), so each write is
-//! a compare-and-swap; and the write that commits a hop's state is the hop's next work message, so a hop is one
-//! round trip (ARCHITECTURE.md, Delivery).
+//! [`LoopStream`]: loop state in the JetStream KV bucket `sleuth_loops`, where it travels with the work. A
+//! request's keys are `<request_id>.*` (subjects `$KV.sleuth_loops.<request_id>.*`); the last message on them is
+//! its state, and its stream sequence the state's revision. Every write there expects that revision on those
+//! subjects (`Nats-Expected-Last-Subject-Sequence`, with `Nats-Expected-Last-Subject-Sequence-Subject` naming the
+//! wildcard: nats-server 2.11 or newer), so each write is a compare-and-swap; and the write that commits a hop's
+//! state is the hop's next work message (key `<request_id>.<stage>`), so a hop is one round trip (ARCHITECTURE.md,
+//! Delivery). Being a KV bucket, it is what an operator expects: `nats kv ls sleuth_loops`, `nats kv get
+//! sleuth_loops <id>.state`, `nats kv watch sleuth_loops '<id>.>'` (values are MessagePack: `sleuth state <id>`
+//! prints one as JSON).
 //!
-//! A request keeps one message per subject, and only its last one is its state. Every message of a request that is
-//! not finished carries a time to live (`Nats-TTL`) of its deadline plus [`WORK_TTL_MARGIN`], and the final state
+//! A request keeps one message per key, and only its last one is its state. Every message of a request that is not
+//! finished carries a time to live (`Nats-TTL`) of its deadline plus [`WORK_TTL_MARGIN`], and the final state
 //! none, so once a request ended and its deadline is long past, its final state alone is kept, for
-//! `nats.loop_ttl_s`: what a key of a KV bucket would keep. All of an unfinished request's messages expire
-//! together, so an older one never outlives a newer one and becomes the state again.
+//! `nats.loop_ttl_s` (the bucket's max age). All of an unfinished request's messages expire together, so an older
+//! one never outlives a newer one and becomes the state again.
 
 use std::{sync::Arc, time::Duration};
 
 use async_nats::{
     HeaderMap, StatusCode,
-    jetstream::{self, context::PublishErrorKind, message::PublishMessage as Publish, stream},
+    jetstream::{self, context::PublishErrorKind, kv, message::PublishMessage as Publish, stream},
 };
 use async_trait::async_trait;
 use bytes::Bytes;
@@ -57,28 +60,49 @@ fn unavailable(e: impl std::fmt::Display) -> StoreError {
     StoreError::Unavailable(e.to_string())
 }
 
-/// The stream's configuration: limits retention, one message per subject (a request keeps its state and the last
-/// work message of each kind, a handful in all), for `nats.loop_ttl_s` after it was written.
-pub fn stream_config(config: &Config) -> stream::Config {
+/// Creates the loop bucket with the client library's KV API (history 1, `nats.loop_ttl_s` as its max age,
+/// `nats.replicas`), or finds it, and returns its stream, which the stages' consumers read. What the KV API does not
+/// set is set on the stream after: per-message TTLs (`allow_msg_ttl`, without the delete markers that
+/// `limit_markers` would add to every stage's work subjects) and the duplicate window of a hop's `Nats-Msg-Id`.
+/// A process whose user may not create or change streams (a stage under its own NATS user) only finds it.
+pub async fn open_bucket(js: &jetstream::Context, config: &Config) -> Result<stream::Stream, String> {
     let subjects = config.subjects();
+    let (bucket, name) = (subjects.loops_bucket(), subjects.loops_stream());
     let ttl = config.loop_ttl();
-    stream::Config {
-        name: subjects.loops_stream(),
-        description: Some("sleuth loop state and work, one subject per request and kind".to_string()),
-        subjects: vec![subjects.loops_all()],
-        retention: stream::RetentionPolicy::Limits,
-        storage: stream::StorageType::File,
-        max_messages_per_subject: 1,
-        max_age: ttl,
-        duplicate_window: Duration::from_secs(config.nats.duplicate_window_s).min(ttl),
-        // A state is replaced, never deleted: no client may remove a request's state from under it.
-        deny_delete: true,
-        // An unfinished request's messages expire with its deadline (`work_ttl`), a finished one's state with max_age.
-        allow_message_ttl: true,
-        allow_direct: true,
-        num_replicas: config.nats.replicas.max(1),
-        ..Default::default()
+    let duplicate_window = Duration::from_secs(config.nats.duplicate_window_s).min(ttl);
+    if let Err(missing) = js.get_key_value(&bucket).await {
+        let created = js
+            .create_key_value(kv::Config {
+                bucket: bucket.clone(),
+                description: "sleuth loop state and work, keys <request_id>.state|<stage>|<stage>.<slot>".to_string(),
+                history: 1,
+                max_age: ttl,
+                storage: stream::StorageType::File,
+                num_replicas: config.nats.replicas.max(1),
+                ..Default::default()
+            })
+            .await;
+        // Another process may have created it meanwhile: then it is found now.
+        if let Err(e) = created
+            && js.get_key_value(&bucket).await.is_err()
+        {
+            return Err(format!("cannot open kv bucket {bucket} ({missing}) nor create it: {e}"));
+        }
     }
+    let mut stream = js.get_stream(&name).await.map_err(|e| format!("cannot read stream {name}: {e}"))?;
+    let current = stream.info().await.map_err(|e| format!("cannot read stream {name}: {e}"))?.config.clone();
+    if !current.allow_message_ttl || current.duplicate_window != duplicate_window {
+        let wanted = stream::Config { allow_message_ttl: true, duplicate_window, ..current };
+        js.update_stream(wanted).await.map_err(|e| {
+            format!(
+                "kv bucket {bucket} needs per-message TTLs and a {}s duplicate window, and this user cannot set them \
+                 ({e}): run `sleuth setup` as the admin user",
+                duplicate_window.as_secs()
+            )
+        })?;
+        stream = js.get_stream(&name).await.map_err(|e| format!("cannot read stream {name}: {e}"))?;
+    }
+    Ok(stream)
 }
 
 /// Refuses a server too old to check a swap over a request's subjects ([`MIN_SERVER`]), naming its version.
@@ -101,9 +125,9 @@ fn supported(version: &str) -> bool {
 }
 
 impl LoopStream {
-    /// The state store on the loop stream, which the bus creates ([`crate::bus::nats::NatsBus::start`], or
+    /// The state store on the loop bucket, which the bus creates ([`crate::bus::nats::NatsBus::start`], or
     /// `sleuth setup`); reading and writing it needs no more than the stream's name, so a client that only reads
-    /// states (the gateway, `sleuth ask --json`) needs no right to look the stream up.
+    /// states (the gateway, `sleuth ask --json`, `sleuth state`) needs no right to look the bucket up.
     pub fn new(client: &async_nats::Client, config: &Config) -> Result<LoopStream, StoreError> {
         check_server(client).map_err(StoreError::Unavailable)?;
         let subjects = config.subjects();
@@ -191,7 +215,7 @@ impl StateStore for LoopStream {
                 let (_, snapshot) = work.into_parts();
                 snapshot.ok_or_else(|| corrupt(&"a commit without the state it commits"))?.state
             }
-            _ => return Err(corrupt(&"not a state of the loop stream")),
+            _ => return Err(corrupt(&"not a state of the loop bucket")),
         };
         if state.request_id != request_id {
             return Err(corrupt(&format!("the state of request {}", state.request_id)));

@@ -29,6 +29,9 @@ pub const BACKEND_UNAVAILABLE: &str = "sleuth_backend_unavailable_total";
 pub const CACHE_HITS: &str = "sleuth_retrieval_cache_hits_total";
 pub const CACHE_MISSES: &str = "sleuth_retrieval_cache_misses_total";
 pub const TENANT_REFUSED: &str = "sleuth_tenant_refused_total";
+pub const GATEWAY_REQUESTS: &str = "sleuth_gateway_requests_total";
+pub const GATEWAY_REQUEST_DURATION: &str = "sleuth_gateway_request_seconds";
+pub const GATEWAY_OPEN_STREAMS: &str = "sleuth_gateway_open_streams";
 
 /// Seconds: from a millisecond search to a two-minute loop.
 const SECONDS_BUCKETS: &[f64] =
@@ -89,6 +92,9 @@ fn describe() {
     describe_counter!(CACHE_HITS, "retrieval cache hits in this process");
     describe_counter!(CACHE_MISSES, "retrieval cache misses in this process");
     describe_counter!(TENANT_REFUSED, "requests intake refused because their tenant was at a limit, by limit");
+    describe_counter!(GATEWAY_REQUESTS, "HTTP requests the gateway answered, by path and status");
+    describe_histogram!(GATEWAY_REQUEST_DURATION, metrics::Unit::Seconds, "gateway response time, by path");
+    describe_gauge!(GATEWAY_OPEN_STREAMS, "SSE and streamed chat responses the gateway holds open");
     for counter in Counter::ALL {
         describe_counter!(counter.metric(), counter.help());
     }
@@ -172,6 +178,22 @@ pub fn tenant_refused(tenant: &str, limit: &'static str) {
         return;
     }
     counter!(TENANT_REFUSED, "tenant" => tenant.to_string(), "limit" => limit).increment(1);
+}
+
+/// One HTTP request the gateway answered.
+pub fn gateway_request(path: String, status: u16, seconds: f64) {
+    if !recording() {
+        return;
+    }
+    counter!(GATEWAY_REQUESTS, "path" => path.clone(), "status" => status.to_string()).increment(1);
+    histogram!(GATEWAY_REQUEST_DURATION, "path" => path).record(seconds);
+}
+
+/// A streamed response opened (`true`) or closed. Not skipped without a recorder, so that opens and closes always
+/// pair up.
+pub fn gateway_stream(opened: bool) {
+    let open = gauge!(GATEWAY_OPEN_STREAMS);
+    if opened { open.increment(1.0) } else { open.decrement(1.0) }
 }
 
 pub fn llm_fallback(agent: &'static str) {

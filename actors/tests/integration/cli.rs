@@ -130,6 +130,12 @@ fn the_null_backend_bench_runs_every_request_through_the_real_loop_and_checks_ea
     // An answer other than "c1 c2 c3 c4" (four turns, one card each) would count as an error.
     assert!(text.contains("20 requests, concurrency 4 · 0 errors"), "{text}\n{err}");
     assert!(text.contains("4 turns per request") && text.contains("µs per turn"), "{text}");
+    // The bench ran in a scratch directory: the user's data directory holds nothing of it (an index made without
+    // an embedder would refuse the embedder afterwards), and the embedded default still answers from it.
+    let left: Vec<_> = std::fs::read_dir(dir.path()).unwrap().flatten().map(|e| e.file_name()).collect();
+    assert!(left.is_empty(), "the bench wrote into the data directory: {left:?}");
+    let asked = stdout(&sleuth(dir.path(), &["ask", "Which anime is Luffy in?"], &[]));
+    assert!(asked.contains("One Piece") && asked.contains("Citations:"), "{asked}");
 }
 
 /// `sleuth search --tenant` answers as that tenant would be answered: an entity ingested for ALPHA is found for

@@ -1,5 +1,6 @@
-//! The loop stream against a real nats-server: a request's last message is its state, every write to it is a
-//! compare-and-swap on that message's sequence, and the commit of a hop is its next stage's work.
+//! The loop bucket against a real nats-server: a request's last message is its state, every write to it is a
+//! compare-and-swap on that message's sequence, the commit of a hop is its next stage's work, and the bucket is a
+//! JetStream KV bucket an operator reads with KV tools (`nats kv get sleuth_loops <id>.state`, `ls`, `watch`).
 
 use std::{sync::Arc, time::Duration};
 
@@ -12,7 +13,8 @@ use sleuth_actors::{
     store::{StateStore, StoreError, nats_loops::LoopStream},
     telemetry::TraceHeaders,
 };
-use sleuth_messages::{AskRequest, ErrorKind, ErrorResponse, LoopState, Phase, Stage};
+use futures::StreamExt;
+use sleuth_messages::{AskRequest, ErrorKind, ErrorResponse, LoopState, Phase, Stage, codec, subjects::Subjects};
 use sleuth_tests::{nats::nats_server, unique};
 
 const QUESTION: &str = "Which anime is Luffy in?";
@@ -56,7 +58,7 @@ async fn last_headers(client: &async_nats::Client, config: &Config, request_id: 
 async fn a_commit_is_the_next_stages_work_and_a_stale_write_is_refused() {
     let nats = nats_server();
     let config = config_for(&nats.url);
-    let client = sleuth_actors::nats_client::connect(&nats.url, "loop stream test").await.unwrap();
+    let client = sleuth_actors::nats_client::connect(&nats.url, "loop bucket test").await.unwrap();
     let bus = NatsBus::start(client.clone(), Arc::new(config.clone())).await.expect("the streams");
     let store = LoopStream::new(&client, &config).expect("a current nats-server");
     let planner = bus.work_queue(Stage::Planner).await.expect("the planner's queue");
@@ -121,4 +123,23 @@ async fn a_commit_is_the_next_stages_work_and_a_stale_write_is_refused() {
 
     // A request never stored is no state at all.
     assert!(store.load(uuid::Uuid::now_v7()).await.unwrap().is_none());
+
+    // What an operator sees with KV tools: the bucket, the request's keys, and its final state under <id>.state.
+    let subjects = config.subjects();
+    let js = async_nats::jetstream::new(client.clone());
+    let kv = js.get_key_value(subjects.loops_bucket()).await.expect("the loop bucket is a KV bucket");
+    let status = kv.status().await.expect("bucket status");
+    assert_eq!(status.history(), 1);
+    assert!(status.info.config.allow_message_ttl, "per-key TTLs are on");
+    let entry = kv.entry(Subjects::state_key(id)).await.expect("kv get").expect("the final state is a key");
+    assert_eq!(entry.revision, ended);
+    let (stored, _) = codec::decode::<LoopState>(&entry.value).expect("a LoopState in MessagePack");
+    assert_eq!((stored.request_id, stored.phase), (id, Phase::Done));
+    let keys: Vec<String> = kv.keys().await.expect("kv ls").filter_map(|k| async { k.ok() }).collect().await;
+    for key in [format!("{id}.state"), format!("{id}.planner"), format!("{id}.planner.1")] {
+        assert!(keys.contains(&key), "{key} not in {keys:?}");
+    }
+    let mut watch = kv.watch_with_history(format!("{id}.>")).await.expect("kv watch");
+    let seen = tokio::time::timeout(Duration::from_secs(5), watch.next()).await.expect("an entry").unwrap().unwrap();
+    assert!(seen.key.starts_with(&id.to_string()), "{}", seen.key);
 }
