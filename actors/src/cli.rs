@@ -241,7 +241,7 @@ fn service_name(config: &Config, command: &Command) -> String {
     match command {
         Command::Serve { stages, embedded: false } => match parse_stages(stages) {
             Ok(Serving { stages, gateway: false }) if stages.len() == 1 => {
-                crate::runtime::endpoint::service_name(stages[0])
+                crate::node::endpoint::service_name(stages[0])
             }
             Ok(Serving { stages, gateway: true }) if stages.is_empty() => "sleuth-gateway".into(),
             _ => "sleuth".into(),

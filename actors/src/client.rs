@@ -99,7 +99,7 @@ pub async fn search(
         None => {
             let store = crate::graph::open(config).await?;
             let access = crate::access::Access::of(by, &config.tenants.groups);
-            Ok(entities_reply(crate::runtime::lanes::search(store, request, access).await))
+            Ok(entities_reply(crate::graph::lanes::search(store, request, access).await))
         }
     }
 }
@@ -149,7 +149,7 @@ pub async fn setup(config: &Config) -> anyhow::Result<String> {
     crate::store::bucket::KvBucket::open(js, &subjects.conversations_bucket(), conversations, replicas, description)
         .await?;
     IndexGeneration::on_nats(js, &subjects, replicas).await?;
-    crate::runtime::quota::Quotas::on_nats(js, &subjects, replicas).await?;
+    crate::tenancy::quota::Quotas::on_nats(js, &subjects, replicas).await?;
     // An existing stream keeps the replicas it was created with: a deployment moved to a cluster would go on
     // running on one copy while believing it has three.
     let streams = [
@@ -369,7 +369,11 @@ pub async fn watch(url: &str, config: &crate::config::Config, request_id: uuid::
 
 /// A request's loop state as pretty JSON, with the revision it was read at (`{"revision": n, "state": {…}}`), from
 /// the loop bucket; `None` when the request is unknown or its state expired.
-pub async fn state(url: &str, config: &crate::config::Config, request_id: uuid::Uuid) -> anyhow::Result<Option<String>> {
+pub async fn state(
+    url: &str,
+    config: &crate::config::Config,
+    request_id: uuid::Uuid,
+) -> anyhow::Result<Option<String>> {
     let client = crate::nats_client::connect(url, "sleuth state").await?;
     let store = crate::store::nats_loops::LoopStream::new(&client, config)?;
     let Some((state, revision)) = crate::store::StateStore::load(&store, request_id).await? else { return Ok(None) };

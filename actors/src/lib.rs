@@ -2,7 +2,9 @@
 //! adapters they run on (NATS JetStream + KV, or in-process), the backends, and the `sleuth` command line.
 //!
 //! Start at [`node::Node`] for how a process is wired, [`runtime::handler`] for how one message is handled,
-//! and [`machine`] for the loop's state machine.
+//! and sleuth-core's `machine` for the loop's state machine. What sleuth decides (the state machine, intake's
+//! analysis, the deterministic agents, the reader, the text utilities) is sleuth-core's, re-exported here under the
+//! same names so both crates read alike.
 
 pub mod access;
 pub mod bench;
@@ -12,10 +14,7 @@ pub mod cli;
 pub mod client;
 pub mod config;
 pub mod embed;
-pub mod entity_types;
 pub mod eval;
-#[cfg(test)]
-pub mod fixtures;
 #[doc(hidden)]
 pub mod fuzzing;
 pub mod gateway;
@@ -24,14 +23,16 @@ pub mod guard;
 pub mod index;
 pub mod ingest;
 pub mod llm;
-pub mod machine;
 pub mod nats_client;
 pub mod node;
-pub mod reader;
 pub mod retrieval;
 pub mod runtime;
 pub mod secrets;
 pub mod stages;
 pub mod store;
 pub mod telemetry;
-pub mod text;
+pub mod tenancy;
+
+#[cfg(test)]
+pub use sleuth_core::fixtures;
+pub use sleuth_core::{entity_types, machine, reader, text};

@@ -157,6 +157,11 @@ pub struct QueryAnalysis {
     /// How the conversation's earlier turns changed the question, e.g. `his → Lothair II's`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub resolved: Vec<String>,
+    /// How many links the question chains before its answer, read by intake from its structure: "Where was the
+    /// director of film X born?" has one, "the county of the city where X was born" two, a question about what it
+    /// names none. Absent in states written before intake recorded it (readers then read it from `rewritten`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub chain_links: Option<u32>,
 }
 
 /// What an LLM rewriter returns for a conversation's follow-up: the question on its own, and its parts when it

@@ -46,7 +46,7 @@ pub use principal::{Principal, REQUEST_INFO_HEADER};
 pub use quota::{RateBucket, TenantUsage, UnderWay};
 pub use report::{CheckOutcome, SufficiencyReport};
 pub use response::{AgentResponse, AnswerKind, Citation, ShortAnswer, TerminationReason};
-pub use result::{CacheStats, GraphPath, GraphResult, Hit, RetrievalResult};
+pub use result::{CacheStats, DATABASE_STATS_ID, GraphPath, GraphResult, Hit, RetrievalResult};
 pub use step::{Action, ActionKind, ClarifyingQuestion, MAX_PARALLEL_ACTIONS, NextStep};
 pub use work::{MAX_CARRIED_STATE_BYTES, Snapshot, WorkMessage, encode_commit, encode_work};
 

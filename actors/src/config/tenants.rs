@@ -22,7 +22,7 @@ pub struct TenantsConfig {
 }
 
 /// What one tenant may ask of the deployment. Every intake replica counts in the same `sleuth_quotas` bucket
-/// (`runtime/quota.rs`), so these hold however many replicas admit the tenant's requests.
+/// (`tenancy/quota.rs`), so these hold however many replicas admit the tenant's requests.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct TenantLimits {

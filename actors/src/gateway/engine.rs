@@ -185,7 +185,7 @@ impl Engine {
     ) -> Result<EntitiesReply, ErrorResponse> {
         match self {
             Engine::Embedded(node) => Ok(client::entities_reply(match &node.graph {
-                Some(graph) => crate::runtime::lanes::search(graph.clone(), request, self.access(by)).await,
+                Some(graph) => crate::graph::lanes::search(graph.clone(), request, self.access(by)).await,
                 None => Err(unavailable("this process has no graph open")),
             })),
             Engine::Nats(nats) => nats.lane(nats.subjects.search(), &request, by).await,
@@ -200,7 +200,7 @@ impl Engine {
     ) -> Result<EntitiesReply, ErrorResponse> {
         match self {
             Engine::Embedded(node) => Ok(client::entities_reply(match &node.graph {
-                Some(graph) => crate::runtime::lanes::hydrate(graph.clone(), request, self.access(by)).await,
+                Some(graph) => crate::graph::lanes::hydrate(graph.clone(), request, self.access(by)).await,
                 None => Err(unavailable("this process has no graph open")),
             })),
             Engine::Nats(nats) => nats.lane(nats.subjects.hydrate(), &request, by).await,

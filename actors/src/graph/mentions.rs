@@ -14,25 +14,7 @@ pub const MENTIONS: &str = "mentions";
 /// A surface form naming more nodes than this is too ambiguous to link.
 const MAX_TARGETS_PER_NAME: usize = 8;
 
-/// The strings a name is written as in prose: itself, and without a trailing disambiguation
-/// ("Algiers (film)" → "Algiers") or a title after a comma ("Frederick I, Holy Roman Emperor" → "Frederick I").
-pub fn surface_forms(name: &str) -> Vec<String> {
-    let name = name.trim();
-    let mut forms = vec![name.to_string()];
-    if let Some(open) = name.rfind(" (")
-        && name.ends_with(')')
-    {
-        forms.push(name[..open].trim().to_string());
-    }
-    let base = forms.last().cloned().unwrap_or_default();
-    if let Some((head, _)) = base.split_once(", ")
-        && head.split_whitespace().count() >= 2
-    {
-        forms.push(head.trim().to_string());
-    }
-    forms.dedup();
-    forms
-}
+pub use sleuth_core::entities::surface_forms;
 
 /// A dictionary of names compiled into one automaton.
 pub struct MentionLinker {

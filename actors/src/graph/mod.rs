@@ -6,194 +6,30 @@
 //! checked in the query): a traversal neither starts from nor reaches a node it may not read, and an edge counts
 //! only when both of its ends may be read.
 
-/// `GraphStore::stats` of a sqlx pool: both SQL backends count the entities an access (`$keys`, `$all`) may read
-/// by type, and the edges between them by relation; `$readable(alias)` is the backend's readers check on
-/// parameters 1 and 2.
-macro_rules! count_stats {
-    ($pool:expr, $readable:expr, $keys:expr, $all:expr) => {{
-        let mut stats = GraphStats::default();
-        let entities =
-            format!("SELECT entity_type, count(*) AS n FROM entities e WHERE {} GROUP BY entity_type", $readable("e"));
-        for r in sqlx::query(&entities).bind($keys).bind($all).fetch_all($pool).await? {
-            stats.entities_by_type.insert(r.try_get("entity_type")?, r.try_get::<i64, _>("n")? as u64);
-        }
-        let edges = format!(
-            "SELECT x.relation, count(*) AS n FROM edges x
-             JOIN entities s ON s.id = x.src JOIN entities d ON d.id = x.dst
-             WHERE {} AND {} GROUP BY x.relation",
-            $readable("s"),
-            $readable("d")
-        );
-        for r in sqlx::query(&edges).bind($keys).bind($all).fetch_all($pool).await? {
-            stats.edges_by_relation.insert(r.try_get("relation")?, r.try_get::<i64, _>("n")? as u64);
-        }
-        Ok(stats)
-    }};
-}
-
 pub mod bench;
 pub mod guarded;
+pub mod lanes;
 pub mod mentions;
+mod model;
 pub mod owner;
+#[macro_use]
+mod sql;
 pub mod postgres;
 pub mod primitives;
 pub mod schema;
 pub mod sqlite;
+pub mod statements;
 pub mod traced;
 
 use std::{collections::BTreeMap, sync::Arc, time::Duration};
 
-use anyhow::Context as _;
 use async_trait::async_trait;
-use serde::{Deserialize, Serialize};
-use sleuth_messages::{EntityRef, EntityType, JsonMap};
+use serde::Serialize;
 use uuid::Uuid;
 
 use crate::{access::Access, config::Config};
 
-/// Namespace of the UUIDs given to documents, so a document's graph node is a function of its id.
-const DOCUMENT_NAMESPACE: Uuid = Uuid::from_u128(0x5e0d_7a11_9c1b_4d6e_8f00_d0c5_0000_0001);
-
-/// The JSON columns of an entity row, as text.
-struct JsonColumns<'a> {
-    aliases: &'a str,
-    attributes: &'a str,
-    readers: &'a str,
-}
-
-/// An entity from the columns both SQL backends store it in (aliases, attributes and readers as JSON text).
-fn entity_from(
-    id: Uuid,
-    entity_type: String,
-    name: String,
-    popularity: f64,
-    json: JsonColumns<'_>,
-) -> Result<Entity, GraphError> {
-    Ok(Entity {
-        id,
-        entity_type,
-        name,
-        aliases: serde_json::from_str(json.aliases).context("entity aliases are not a JSON array")?,
-        popularity,
-        attributes: serde_json::from_str(json.attributes).context("entity attributes are not a JSON object")?,
-        readers: serde_json::from_str(json.readers).context("entity readers are not a JSON array")?,
-    })
-}
-
-/// The node id an entity reference names: documents by their id, other entities by their UUID.
-pub fn node_of(entity: &EntityRef) -> Result<Uuid, String> {
-    if entity.entity_type.is_document() {
-        return Ok(document_node(&entity.id));
-    }
-    Uuid::parse_str(entity.id.trim()).map_err(|_| {
-        format!(
-            "{} id {:?} is not a UUID; resolve the entity with a qdrant_search first",
-            entity.entity_type, entity.id
-        )
-    })
-}
-
-/// The protocol's reference to a stored entity: documents by their `doc_id`.
-pub fn entity_ref(entity: &Entity) -> Option<EntityRef> {
-    let entity_type = EntityType::parse(&entity.entity_type)?;
-    let id = if entity_type.is_document() { entity.doc_id()?.to_string() } else { entity.id.to_string() };
-    Some(EntityRef { entity_type, id })
-}
-
-/// The graph node of document `doc_id`.
-pub fn document_node(doc_id: &str) -> Uuid {
-    Uuid::new_v5(&DOCUMENT_NAMESPACE, doc_id.as_bytes())
-}
-
-/// One node of the graph.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Entity {
-    pub id: Uuid,
-    pub entity_type: String,
-    pub name: String,
-    #[serde(default)]
-    pub aliases: Vec<String>,
-    #[serde(default)]
-    pub popularity: f64,
-    #[serde(default)]
-    pub attributes: JsonMap,
-    /// Who may read it (`access::Ownership::readers`); empty: shared with everyone.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub readers: Vec<String>,
-}
-
-impl Entity {
-    /// The node of a document: its title is its name, its id is kept in `attributes.doc_id`, its readers are the
-    /// document's.
-    pub fn document(doc_id: &str, title: &str, readers: Vec<String>) -> Entity {
-        let mut attributes = JsonMap::new();
-        attributes.insert("doc_id".into(), doc_id.into());
-        Entity {
-            id: document_node(doc_id),
-            entity_type: EntityType::DOCUMENT.as_str().into(),
-            name: title.into(),
-            aliases: Vec::new(),
-            popularity: 0.0,
-            attributes,
-            readers,
-        }
-    }
-
-    /// What identifies the row's content, for idempotent ingestion.
-    pub fn content_hash(&self) -> String {
-        use sha2::Digest;
-        hex::encode(sha2::Sha256::digest(serde_json::to_vec(self).unwrap_or_default()))
-    }
-
-    /// The `doc_id` of a document node.
-    pub fn doc_id(&self) -> Option<&str> {
-        self.attributes.get("doc_id").and_then(|v| v.as_str())
-    }
-}
-
-/// One directed, typed edge.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Edge {
-    pub src: Uuid,
-    pub dst: Uuid,
-    pub relation: String,
-    #[serde(default)]
-    pub attributes: JsonMap,
-    #[serde(default = "Edge::default_weight")]
-    pub weight: f64,
-}
-
-impl Edge {
-    fn default_weight() -> f64 {
-        1.0
-    }
-}
-
-/// Which way edges are followed from a node.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Direction {
-    Out,
-    In,
-    #[default]
-    Both,
-}
-
-impl Direction {
-    pub fn reversed(self) -> Direction {
-        match self {
-            Direction::Out => Direction::In,
-            Direction::In => Direction::Out,
-            Direction::Both => Direction::Both,
-        }
-    }
-    pub fn follows_out(self) -> bool {
-        self != Direction::In
-    }
-    pub fn follows_in(self) -> bool {
-        self != Direction::Out
-    }
-}
+pub use self::model::{Direction, Edge, Entity, document_node, entity_ref, node_of};
 
 /// One expansion step: which relations, which way, which node types, and at most `fanout` neighbours per node,
 /// between nodes that `readable` may read.
@@ -331,44 +167,4 @@ impl Default for Timeouts {
     fn default() -> Self {
         Timeouts { statement: Duration::from_secs(2), query: Duration::from_secs(3) }
     }
-}
-
-/// Runs `fut` under the client-side timeout; dropping it cancels the query.
-pub(crate) async fn within<T>(
-    limit: Duration,
-    fut: impl std::future::Future<Output = Result<T, GraphError>>,
-) -> Result<T, GraphError> {
-    match tokio::time::timeout(limit, fut).await {
-        Ok(Err(GraphError::Timeout(_))) => Err(GraphError::Timeout(limit)),
-        Ok(result) => result,
-        Err(_) => Err(GraphError::Timeout(limit)),
-    }
-}
-
-/// The rows of `items` deduplicated by `key`, the last one winning, in first-seen order.
-pub(crate) fn last_wins<T: Clone, K: Ord + Clone>(items: &[T], key: impl Fn(&T) -> K) -> Vec<T> {
-    let mut seen: BTreeMap<K, usize> = BTreeMap::new();
-    let mut out: Vec<T> = Vec::new();
-    for item in items {
-        match seen.get(&key(item)) {
-            Some(&i) => out[i] = item.clone(),
-            None => {
-                seen.insert(key(item), out.len());
-                out.push(item.clone());
-            }
-        }
-    }
-    out
-}
-
-/// The lowercased names and aliases an entity is found by.
-pub(crate) fn search_names(entity: &Entity) -> Vec<String> {
-    let mut names: Vec<String> = std::iter::once(&entity.name)
-        .chain(&entity.aliases)
-        .map(|n| n.trim().to_lowercase())
-        .filter(|n| !n.is_empty())
-        .collect();
-    names.sort();
-    names.dedup();
-    names
 }

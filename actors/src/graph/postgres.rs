@@ -9,8 +9,8 @@ use sqlx::{PgPool, Postgres, Row, Transaction, postgres::PgPoolOptions};
 use uuid::Uuid;
 
 use super::{
-    Adjacent, Entity, Expand, GraphError, GraphStats, GraphStore, GraphWrite, JsonColumns, Timeouts, entity_from,
-    last_wins, schema, search_names, within,
+    Adjacent, Entity, Expand, GraphError, GraphStats, GraphStore, GraphWrite, Timeouts, schema,
+    sql::{JsonColumns, entity_from, last_wins, search_names, within},
 };
 use crate::access::Access;
 

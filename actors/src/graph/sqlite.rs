@@ -13,8 +13,8 @@ use sqlx::{
 use uuid::Uuid;
 
 use super::{
-    Adjacent, Entity, Expand, GraphError, GraphStats, GraphStore, GraphWrite, JsonColumns, Timeouts, entity_from,
-    last_wins, search_names, within,
+    Adjacent, Entity, Expand, GraphError, GraphStats, GraphStore, GraphWrite, Timeouts,
+    sql::{JsonColumns, entity_from, last_wins, search_names, within},
 };
 use crate::access::Access;
 

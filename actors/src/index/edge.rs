@@ -17,8 +17,10 @@ use sleuth_messages::Hit;
 use tokio::sync::Mutex;
 
 use super::{
-    Candidate, Condition, DENSE, DocState, FieldType, Lane, PayloadFilter, Point, SPARSE, SearchPlan, VectorIndex,
-    doc_ids_of, doc_state_from_payload, document_order, hit_from_payload, point_uuid,
+    Condition, DENSE, FieldType, Lane, PayloadFilter, SPARSE, SearchPlan, VectorIndex,
+    points::{
+        Candidate, DocState, Point, doc_ids_of, doc_state_from_payload, document_order, hit_from_payload, point_uuid,
+    },
 };
 
 pub struct EdgeIndex {

@@ -62,19 +62,7 @@ fn chunk_of(entity: &Entity) -> Chunk {
     }
 }
 
-/// The names a hit of the entity collection answers to: its title and aliases.
-pub fn names_of(hit: &Hit) -> Vec<String> {
-    let mut names = vec![hit.title.clone()];
-    if let Some(aliases) = hit.metadata.get("aliases").and_then(Value::as_array) {
-        names.extend(aliases.iter().filter_map(Value::as_str).map(str::to_string));
-    }
-    names
-}
-
-/// The entity type a hit is about: `metadata.entity_type`, or a document.
-pub fn type_of(hit: &Hit) -> EntityType {
-    hit.metadata.get("entity_type").and_then(Value::as_str).and_then(EntityType::parse).unwrap_or(EntityType::DOCUMENT)
-}
+pub use sleuth_core::entities::{names_of, type_of};
 
 impl Retriever {
     /// Indexes the entities that are new or changed (by content hash and embedder); documents are skipped, they

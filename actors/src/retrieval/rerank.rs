@@ -9,7 +9,7 @@
 //! - `link`: the chunk's title is named in the text of a candidate the question names, the hop in the other
 //!   direction ("the composer of Inherent Vice" → the passage the Inherent Vice passage names as its composer).
 //!
-//! `BENCHMARKS.md` has its effect on the 2Wiki dev set against RRF alone.
+//! `bench/HISTORY.md` has its effect on the 2Wiki dev set against RRF alone.
 
 use async_trait::async_trait;
 

@@ -6,7 +6,10 @@ use sleuth_messages::{ErrorResponse, LoopState, TerminationReason};
 use tracing::Instrument;
 use uuid::Uuid;
 
-use super::{NodeContext, kv, on_finished, publish_all};
+use super::{
+    NodeContext, kv,
+    publish::{on_finished, publish_all},
+};
 use crate::{
     machine,
     stages::synthesizer,
@@ -49,7 +52,7 @@ async fn end(
         Some(parent) => parent,
         None => {
             let Some((state, _)) = ctx.store.load(request_id).await? else { return Ok(false) };
-            root = machine::root_trace(&state);
+            root = crate::telemetry::context::root_trace(&state);
             &root
         }
     };

@@ -23,7 +23,10 @@ use sleuth_messages::{ErrorKind, ErrorResponse, LoopState, Phase, Stage, WorkIte
 use tokio_util::sync::CancellationToken;
 use tracing::{Instrument, field::Empty};
 
-use super::{Counter, NodeContext, finish, kv, on_finished, publish_all, span_name};
+use super::{
+    Counter, NodeContext, finish, kv,
+    publish::{on_finished, publish_all},
+};
 use crate::{
     bus::{BusError, Delivery},
     machine,
@@ -95,7 +98,8 @@ pub async fn process(
     let started = Instant::now();
     // The hop's futures are boxed where they are made: each is kilobytes (the loop state lives in them across
     // awaits), and unboxed they made the worker's future about 20 KB, copied four times per hop as the actor
-    // runtime moved it (two thirds of the embedded hop's instructions were `memcpy`; BENCHMARKS "fourth measurement").
+    // runtime moved it (two thirds of the embedded hop's instructions were `memcpy`; bench/HISTORY.md, "fourth
+    // measurement").
     let work = Box::pin(run(ctx, logic, &*delivery, snapshot, cancellation.token()));
     let result = scope::within(scope, work.instrument(span.clone())).await;
     drop(cancellation);
@@ -284,5 +288,17 @@ pub(super) async fn with_progress<T, P: Future<Output = Result<(), BusError>>>(
     tokio::select! {
         out = work => out,
         never = ticker => never,
+    }
+}
+
+/// The stage names the span tree uses: `plan`, `retrieve`, `graph`, `grade`, `synthesize`.
+pub fn span_name(stage: Stage) -> &'static str {
+    match stage {
+        Stage::Intake => "intake",
+        Stage::Planner => "plan",
+        Stage::Retrieve => "retrieve",
+        Stage::Graph => "graph",
+        Stage::Grader => "grade",
+        Stage::Synthesizer => "synthesize",
     }
 }

@@ -10,7 +10,7 @@ use sleuth_messages::{
 use tracing::Instrument;
 use uuid::Uuid;
 
-use super::{NodeContext, publish_all};
+use super::{NodeContext, publish::publish_all};
 use crate::{
     machine::{self, NewRequest},
     stages::intake::{analyze_in, llm_rewrite, normalize, understand, validate},
@@ -220,7 +220,7 @@ async fn accept(
         analysis.complexity.overrides.push(format!("forced_{route:?}").to_lowercase());
         analysis.route = route;
     }
-    let caps = machine::caps_for(&ctx.config.loop_, analysis.route, request.max_turns);
+    let caps = machine::caps_for(&ctx.config.loop_.tiers(), analysis.route, request.max_turns);
     let mut state = machine::new_state(NewRequest {
         request_id,
         request,
@@ -229,7 +229,7 @@ async fn accept(
         now_ms,
         deadline_ms: now_ms + timeout,
         reply,
-        trace: root.clone(),
+        trace: root.clone().into(),
         records_root_span,
     });
     state.owner = by;

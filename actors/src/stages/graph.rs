@@ -198,9 +198,8 @@ pub async fn execute(
                 }
             );
             let node_ids = [&cmp.a, &cmp.b].into_iter().filter_map(entity_ref).collect();
-            let evidence = super::deterministic::graph_evidence::comparison_statement(&cmp.a, &cmp.b, &summary)
-                .into_iter()
-                .collect();
+            let evidence =
+                crate::graph::statements::comparison_statement(&cmp.a, &cmp.b, &summary).into_iter().collect();
             return Ok(GraphResult { summary, paths: vec![], node_ids, count: 2, meta, evidence });
         }
     };
@@ -245,8 +244,8 @@ pub async fn execute(
         ),
     };
     let count = if paths.is_empty() { node_ids.len() } else { graph_paths.len() } as u32;
-    let mut evidence = super::deterministic::graph_evidence::path_statements(&paths, &names);
-    evidence.extend(super::deterministic::graph_evidence::reached_statements(&reached, &names));
+    let mut evidence = crate::graph::statements::path_statements(&paths, &names);
+    evidence.extend(crate::graph::statements::reached_statements(&reached, &names));
     Ok(GraphResult { summary, paths: graph_paths, node_ids, count, meta, evidence })
 }
 

@@ -1,10 +1,10 @@
 //! The stages of the loop, one file each (the LLM twin of a deterministic stage beside it). A stage's logic is a
 //! [`StageLogic`]: given the loop state and the work item, compute the next state. The runtime
 //! (`runtime/handler.rs`) does everything else: loading, CAS, publishing. `intake/` is the entry stage's analysis
-//! (its I/O is `runtime/intake.rs`); `deterministic/` holds what the deterministic planner, grader and
-//! synthesizer share.
+//! (its I/O is `runtime/intake.rs`). The deterministic planner, grader and synthesizer decide in sleuth-core
+//! (`sleuth_core::agents`, re-exported as `deterministic` with what they share); their files here run them.
 
-pub mod deterministic;
+pub use sleuth_core::agents as deterministic;
 pub mod grader;
 pub mod graph;
 pub mod intake;

@@ -14,8 +14,8 @@ use std::{
 
 use async_trait::async_trait;
 use sleuth_messages::{
-    Action, ActionResult, ErrorKind, ErrorResponse, Hit, JsonMap, LoopState, RetrievalResult, SearchIntent, Stage,
-    WorkItem,
+    Action, ActionResult, DATABASE_STATS_ID, ErrorKind, ErrorResponse, Hit, JsonMap, LoopState, RetrievalResult,
+    SearchIntent, Stage, WorkItem,
 };
 
 use super::StageLogic;
@@ -28,9 +28,6 @@ use crate::{
     store::IndexGeneration,
     telemetry,
 };
-
-/// The id of the `database_stats` card: one per request, however often it is asked for.
-pub const DATABASE_STATS_ID: &str = "sleuth:database_stats";
 
 pub struct Retrieve {
     pub retriever: Arc<Retriever>,

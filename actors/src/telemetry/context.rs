@@ -72,6 +72,22 @@ impl TraceHeaders {
     }
 }
 
+/// The loop state keeps its request's root context in the machine's own plain type.
+impl From<TraceHeaders> for sleuth_core::machine::RootTrace {
+    fn from(t: TraceHeaders) -> Self {
+        sleuth_core::machine::RootTrace { traceparent: t.traceparent, tracestate: t.tracestate, baggage: t.baggage }
+    }
+}
+
+/// The context of a request's root span, as its state keeps it.
+pub fn root_trace(state: &sleuth_messages::LoopState) -> TraceHeaders {
+    TraceHeaders {
+        traceparent: state.traceparent.clone(),
+        tracestate: state.tracestate.clone(),
+        baggage: state.baggage.clone(),
+    }
+}
+
 impl Extractor for TraceHeaders {
     fn get(&self, key: &str) -> Option<&str> {
         match key {
@@ -120,11 +136,25 @@ pub fn inject(cx: &Context) -> TraceHeaders {
     headers
 }
 
+/// Set once this process exports spans (`otel.rs` installs the pipeline): only then do spans carry contexts of
+/// their own to propagate.
+static EXPORTING: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// True when spans are exported from this process.
+pub fn exporting() -> bool {
+    EXPORTING.load(std::sync::atomic::Ordering::Relaxed)
+}
+
+/// Records that this process exports spans from now on.
+pub fn set_exporting() {
+    EXPORTING.store(true, std::sync::atomic::Ordering::Relaxed);
+}
+
 /// The headers that make a receiver's span a child of `span`. Without span export the span has no context of
 /// its own, and the headers it was started from (`inherited`) pass through unchanged, so a trace that started
 /// upstream survives a hop through a process that does not export.
 pub fn of_span(span: &tracing::Span, inherited: &TraceHeaders) -> TraceHeaders {
-    if !super::exporting() {
+    if !exporting() {
         return inherited.clone();
     }
     let cx = span.context();
@@ -133,7 +163,7 @@ pub fn of_span(span: &tracing::Span, inherited: &TraceHeaders) -> TraceHeaders {
 
 /// Makes `span` a child of the remote context in `headers`, if they carry one.
 pub fn set_parent(span: &tracing::Span, headers: &TraceHeaders) {
-    if super::exporting() && !headers.is_empty() {
+    if exporting() && !headers.is_empty() {
         let _ = span.set_parent(extract(headers));
     }
 }

@@ -14,8 +14,8 @@ use std::io::IsTerminal;
 
 use tracing_subscriber::{EnvFilter, Layer, filter::filter_fn, fmt, layer::SubscriberExt, util::SubscriberInitExt};
 
-pub use context::TraceHeaders;
-pub use otel::{enabled as exporting, new_root, record_root};
+pub use context::{TraceHeaders, exporting};
+pub use otel::{new_root, record_root};
 pub use scope::Scope;
 
 use crate::config::{OtlpProtocol, TelemetryConfig};

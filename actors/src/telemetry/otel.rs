@@ -113,6 +113,7 @@ pub fn start(config: &TelemetryConfig, endpoint: &str, service_name: &str) -> an
     let scope = InstrumentationScope::builder("sleuth").with_version(env!("CARGO_PKG_VERSION")).build();
     let tracer = provider.tracer_with_scope(scope.clone());
     let _ = ROOTS.set(Roots { processor, sampler, scope });
+    context::set_exporting();
     Ok((Otel { provider, endpoint: endpoint.to_string(), protocol }, tracer))
 }
 
@@ -183,9 +184,4 @@ pub fn root_attributes(state: &LoopState, reason: String) -> Vec<KeyValue> {
         KeyValue::new("sleuth.route", format!("{:?}", state.analysis.route).to_lowercase()),
         KeyValue::new("sleuth.termination_reason", reason),
     ]
-}
-
-/// True when spans are exported from this process.
-pub fn enabled() -> bool {
-    ROOTS.get().is_some()
 }

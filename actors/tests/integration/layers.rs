@@ -1,35 +1,55 @@
-//! The floor plan, enforced: no file of sleuth-actors imports from a layer above its own, and no files import
-//! each other in a cycle (ARCHITECTURE.md § Layers).
+//! The floor plan, enforced: in sleuth-core and in sleuth-actors, no file imports from a layer above its own, and
+//! no files import each other in a cycle (ARCHITECTURE.md § Layers). Between the crates the compiler holds the
+//! wall (sleuth-core cannot name sleuth-actors); inside each, this test does.
 //!
-//! It reads the crate's own sources with `syn`, resolves every `crate::`, `super::` and `self::` path (and the
-//! names a `use` brought in) to the file that defines the module, and checks the resulting graph. A file may use
-//! what an enclosing module's `mod.rs` defines (a folder's shared definitions and its interface), so those edges
-//! are left out of the cycle check; every other edge counts. `SLEUTH_LAYERS_DUMP=1` prints the edges.
+//! It reads a crate's sources with `syn` and resolves every path to the file that defines the module it names:
+//! `crate::`, `super::` and `self::` paths, the names a `use` brought in, bare paths that start with a child module
+//! the file declares (`chain::links`), and the paths inside macro invocations (`format!`, `tracing::info!`, which
+//! `syn` leaves as tokens). A file may use what an enclosing `mod.rs` defines when that `mod.rs` is the folder's
+//! interface (types, traits, re-exports); once a `mod.rs` holds logic (a free function, or a method of a type of its
+//! own), a child's use of it is an import like any other and counts for cycles. Test code (`#[cfg(test)]`) may
+//! drive any layer. `SLEUTH_LAYERS_DUMP=1` prints the edges.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
 
 use syn::visit::Visit;
 
-/// The layers, lowest first. A file may import from its own layer and those below it, never from one above.
-/// Every top-level module of `actors/src` is in exactly one layer.
-const LAYERS: &[(&str, &[&str])] = &[
-    ("foundations", &["text", "secrets", "telemetry", "config", "access"]),
-    ("machine", &["machine"]),
-    ("adapters", &["bus", "store", "guard", "entity_types", "nats_client"]),
+/// A crate's layers, lowest first. A file may import from its own layer and those below it, never from one above.
+/// Every top-level module of the crate is in exactly one layer.
+type Layers = &'static [(&'static str, &'static [&'static str])];
+
+/// sleuth-actors, on top of sleuth-core (whose modules it re-exports under their own names: those paths lead out of
+/// this crate and are the compiler's to check).
+const ACTORS: Layers = &[
+    ("foundations", &["secrets", "telemetry", "config", "access"]),
+    ("adapters", &["bus", "store", "guard", "nats_client"]),
     ("backends", &["index", "graph", "embed"]),
-    ("services", &["retrieval", "llm", "ingest", "reader"]),
+    ("services", &["retrieval", "llm", "ingest"]),
     ("stages", &["stages"]),
+    ("tenancy", &["tenancy"]),
     ("runtime", &["runtime"]),
     ("node", &["node", "bootstrap", "client", "eval", "bench", "fuzzing"]),
     ("gateway", &["gateway"]),
     ("cli", &["cli"]),
 ];
 
-/// One source file: its module path below `crate` and the inline modules it holds.
+/// sleuth-core: the decisions, with no I/O.
+const CORE: Layers = &[
+    ("foundations", &["text", "entities", "entity_types"]),
+    ("machine", &["machine"]),
+    ("analysis", &["analysis"]),
+    ("reader", &["reader"]),
+    ("agents", &["agents"]),
+    ("fixtures", &["fixtures"]),
+];
+
+/// One source file: its module path below `crate`.
 struct SourceFile {
     path: PathBuf,
     module: Vec<String>,
+    /// What a folder's module (`mod.rs`, `lib.rs`, a `name.rs` with a `name/`) holds besides its interface.
+    logic: Logic,
     /// Declared under `#[cfg(test)]`: test code, which the check leaves out.
     test_only: bool,
 }
@@ -62,11 +82,51 @@ fn sources(root: &Path) -> Vec<SourceFile> {
                 "mod" => {}
                 _ => module.push(stem),
             }
-            files.push(SourceFile { path, module, test_only: false });
+            files.push(SourceFile { path, module, logic: Logic::default(), test_only: false });
         }
     }
     files.sort_by(|a, b| a.module.cmp(&b.module));
     files
+}
+
+/// The logic a file defines outside test code: its free functions, and the types it gives inherent methods.
+#[derive(Default)]
+struct Logic {
+    functions: BTreeSet<String>,
+    methods_of: BTreeSet<String>,
+}
+
+impl Logic {
+    fn of(file: &syn::File) -> Logic {
+        let mut logic = Logic::default();
+        for item in &file.items {
+            match item {
+                syn::Item::Fn(f) if !test_only(&f.attrs) => {
+                    logic.functions.insert(f.sig.ident.to_string());
+                }
+                syn::Item::Impl(i) if i.trait_.is_none() && !test_only(&i.attrs) => {
+                    if let syn::Type::Path(ty) = &*i.self_ty
+                        && let Some(last) = ty.path.segments.last()
+                        && i.items.iter().any(|m| matches!(m, syn::ImplItem::Fn(_)))
+                    {
+                        logic.methods_of.insert(last.ident.to_string());
+                    }
+                }
+                _ => {}
+            }
+        }
+        logic
+    }
+
+    /// Whether `rest`, a path below this file's module, names its logic: one of its functions, or a method of
+    /// one of its types (`Type::method`).
+    fn used_by(&self, rest: &[String]) -> bool {
+        match rest {
+            [name, ..] if self.functions.contains(name) => true,
+            [ty, _method, ..] => self.methods_of.contains(ty),
+            _ => false,
+        }
+    }
 }
 
 /// Collects the absolute module paths one file refers to.
@@ -75,6 +135,8 @@ struct References {
     current: Vec<String>,
     /// Names a `use` brought into scope, and the absolute path each stands for.
     aliases: HashMap<String, Vec<String>>,
+    /// The child modules each module declares (`mod chain;`), by the module's absolute path.
+    children: HashMap<Vec<String>, BTreeSet<String>>,
     /// Inline modules met, as absolute paths.
     inline: Vec<Vec<String>>,
     /// Modules declared under `#[cfg(test)]` in their own file: test code, which the check leaves out.
@@ -100,7 +162,14 @@ impl References {
                 }
                 Some(base.into_iter().chain(rest.iter().cloned()).collect())
             }
-            name => self.aliases.get(name).map(|target| target.iter().chain(rest).cloned().collect()),
+            name => match self.aliases.get(name) {
+                Some(target) => Some(target.iter().chain(rest).cloned().collect()),
+                // A bare path into a child module this module declares: `chain::links`.
+                None if self.children.get(&self.current).is_some_and(|c| c.contains(name)) => {
+                    Some(self.current.iter().chain(segments).cloned().collect())
+                }
+                None => None,
+            },
         }
     }
 
@@ -137,6 +206,43 @@ impl References {
             self.found.push(target.clone());
             self.aliases.insert(alias.to_string(), target);
         }
+    }
+
+    /// The paths written inside a macro's tokens: every run `a::b::c`, and a lone name that is a `use`d alias or a
+    /// child module (`super::x` inside `format!` is as much an import as outside it).
+    fn macro_tokens(&mut self, tokens: proc_macro2::TokenStream) {
+        let mut run: Vec<String> = Vec::new();
+        let mut colons = 0;
+        let flush = |run: &mut Vec<String>, this: &mut References| {
+            if !run.is_empty()
+                && let Some(target) = this.resolve(run)
+            {
+                this.found.push(target);
+            }
+            run.clear();
+        };
+        for tree in tokens {
+            match tree {
+                proc_macro2::TokenTree::Ident(ident) => {
+                    if !run.is_empty() && colons != 2 {
+                        flush(&mut run, self);
+                    }
+                    run.push(ident.to_string());
+                    colons = 0;
+                }
+                proc_macro2::TokenTree::Punct(p) if p.as_char() == ':' && !run.is_empty() && colons < 2 => colons += 1,
+                proc_macro2::TokenTree::Group(group) => {
+                    flush(&mut run, self);
+                    colons = 0;
+                    self.macro_tokens(group.stream());
+                }
+                _ => {
+                    flush(&mut run, self);
+                    colons = 0;
+                }
+            }
+        }
+        flush(&mut run, self);
     }
 }
 
@@ -188,9 +294,32 @@ impl<'ast> Visit<'ast> for References {
         }
         syn::visit::visit_path(self, path);
     }
+
+    fn visit_macro(&mut self, mac: &'ast syn::Macro) {
+        self.macro_tokens(mac.tokens.clone());
+        syn::visit::visit_macro(self, mac);
+    }
 }
 
-/// The file → file import graph, with the edges to an enclosing module left out.
+/// Every `mod name;` and `mod name { … }` of a file, by the absolute path of the module that declares it.
+fn declared_children(file: &syn::File, module: &[String]) -> HashMap<Vec<String>, BTreeSet<String>> {
+    fn walk(items: &[syn::Item], module: &[String], out: &mut HashMap<Vec<String>, BTreeSet<String>>) {
+        for item in items {
+            if let syn::Item::Mod(m) = item {
+                out.entry(module.to_vec()).or_default().insert(m.ident.to_string());
+                if let Some((_, inner)) = &m.content {
+                    let path: Vec<String> = module.iter().cloned().chain([m.ident.to_string()]).collect();
+                    walk(inner, &path, out);
+                }
+            }
+        }
+    }
+    let mut out = HashMap::new();
+    walk(&file.items, module, &mut out);
+    out
+}
+
+/// The file → file import graph, with the edges to an enclosing interface-only `mod.rs` left out.
 struct Graph {
     files: Vec<SourceFile>,
     edges: BTreeMap<usize, BTreeSet<usize>>,
@@ -199,24 +328,42 @@ struct Graph {
 fn graph(root: &Path) -> Graph {
     let mut files = sources(root);
     let mut owner: HashMap<Vec<String>, usize> = files.iter().enumerate().map(|(i, f)| (f.module.clone(), i)).collect();
+    let parsed: Vec<syn::File> = files
+        .iter()
+        .map(|file| {
+            let text = std::fs::read_to_string(&file.path).expect("read a source file");
+            syn::parse_file(&text).unwrap_or_else(|e| panic!("{}: {e}", file.path.display()))
+        })
+        .collect();
+    let mut children = HashMap::new();
+    for (file, ast) in files.iter_mut().zip(&parsed) {
+        children.extend(declared_children(ast, &file.module));
+        // A folder's module: `mod.rs`, `lib.rs`, or a `name.rs` that declares children in `name/`.
+        let declares = ast.items.iter().any(|i| matches!(i, syn::Item::Mod(m) if m.content.is_none()));
+        let is_folder = declares || file.path.file_stem().is_some_and(|s| s == "mod" || s == "lib");
+        if is_folder {
+            file.logic = Logic::of(ast);
+        }
+    }
     let mut references = Vec::new();
+    let mut exports: Vec<HashMap<String, Vec<String>>> = Vec::new();
     let mut tests = Vec::new();
-    for (i, file) in files.iter().enumerate() {
-        let text = std::fs::read_to_string(&file.path).expect("read a source file");
-        let ast = syn::parse_file(&text).unwrap_or_else(|e| panic!("{}: {e}", file.path.display()));
+    for (i, (file, ast)) in files.iter().zip(&parsed).enumerate() {
         let mut visitor = References {
             current: file.module.clone(),
             aliases: HashMap::new(),
+            children: children.clone(),
             inline: Vec::new(),
             tests: Vec::new(),
             found: Vec::new(),
         };
-        visitor.visit_file(&ast);
+        visitor.visit_file(ast);
         for module in &visitor.inline {
             owner.insert(module.clone(), i);
         }
         tests.extend(visitor.tests);
         references.push(visitor.found);
+        exports.push(visitor.aliases);
     }
     // Test code may use fixtures from any layer: files declared under `#[cfg(test)]` import nothing here.
     for (i, file) in files.iter_mut().enumerate() {
@@ -227,12 +374,28 @@ fn graph(root: &Path) -> Graph {
     }
     let mut edges: BTreeMap<usize, BTreeSet<usize>> = BTreeMap::new();
     for (from, found) in references.into_iter().enumerate() {
-        for target in found {
-            // The longest prefix of the path that is a module names the file it lives in.
-            let Some(to) = (1..=target.len()).rev().find_map(|n| owner.get(&target[..n]).copied()) else {
-                continue;
-            };
-            let enclosing = files[from].module.starts_with(&files[to].module);
+        for mut target in found {
+            // The longest prefix of the path that is a module names the file it lives in; a name that file only
+            // re-exports (`pub use extract::read;`) leads on to the file that defines it.
+            let mut to = None;
+            for _ in 0..8 {
+                let Some((n, file)) = (1..=target.len()).rev().find_map(|n| owner.get(&target[..n]).map(|f| (n, *f)))
+                else {
+                    break;
+                };
+                to = Some(file);
+                match target.get(n).and_then(|name| exports[file].get(name)) {
+                    Some(alias) if *alias != target[..=n] => {
+                        target = alias.iter().chain(&target[n + 1..]).cloned().collect();
+                    }
+                    _ => break,
+                }
+            }
+            let Some(to) = to else { continue };
+            // A folder's interface (its types, traits, constants, re-exports) is free to use from inside it; its logic
+            // is an import like any other.
+            let inside = files[from].module.starts_with(&files[to].module);
+            let enclosing = inside && !files[to].logic.used_by(&target[files[to].module.len()..]);
             if to != from && !enclosing {
                 edges.entry(from).or_default().insert(to);
             }
@@ -245,9 +408,9 @@ fn name(file: &SourceFile) -> String {
     if file.module.is_empty() { "crate".into() } else { file.module.join("::") }
 }
 
-fn layer(file: &SourceFile) -> Option<usize> {
+fn layer(layers: Layers, file: &SourceFile) -> Option<usize> {
     let top = file.module.first()?;
-    LAYERS.iter().position(|(_, modules)| modules.contains(&top.as_str()))
+    layers.iter().position(|(_, modules)| modules.contains(&top.as_str()))
 }
 
 /// Strongly connected components with more than one file (Tarjan).
@@ -311,25 +474,25 @@ fn cycles(graph: &Graph) -> Vec<Vec<usize>> {
     tarjan.found
 }
 
-fn problems(graph: &Graph) -> Vec<String> {
+fn problems(graph: &Graph, layers: Layers) -> Vec<String> {
     let mut problems = Vec::new();
     for file in &graph.files {
-        if !file.module.is_empty() && !file.test_only && layer(file).is_none() {
-            problems.push(format!("{} is in no layer: add its top-level module to LAYERS", name(file)));
+        if !file.module.is_empty() && !file.test_only && layer(layers, file).is_none() {
+            problems.push(format!("{} is in no layer: add its top-level module to the crate's layers", name(file)));
         }
     }
     for (&from, targets) in &graph.edges {
         for &to in targets {
             let (source, target) = (&graph.files[from], &graph.files[to]);
-            if let (Some(low), Some(high)) = (layer(source), layer(target))
+            if let (Some(low), Some(high)) = (layer(layers, source), layer(layers, target))
                 && high > low
             {
                 problems.push(format!(
                     "{} (layer {}) imports {} from the layer above, {}",
                     name(source),
-                    LAYERS[low].0,
+                    layers[low].0,
                     name(target),
-                    LAYERS[high].0
+                    layers[high].0
                 ));
             }
         }
@@ -342,13 +505,8 @@ fn problems(graph: &Graph) -> Vec<String> {
     problems
 }
 
-fn source_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("src")
-}
-
-#[test]
-fn no_file_imports_from_a_layer_above_and_no_files_import_each_other_in_a_cycle() {
-    let graph = graph(&source_root());
+fn check(root: &Path, layers: Layers) {
+    let graph = graph(root);
     if std::env::var_os("SLEUTH_LAYERS_DUMP").is_some() {
         for (&from, targets) in &graph.edges {
             for &to in targets {
@@ -356,30 +514,90 @@ fn no_file_imports_from_a_layer_above_and_no_files_import_each_other_in_a_cycle(
             }
         }
     }
-    let problems = problems(&graph);
-    assert!(problems.is_empty(), "the floor plan is broken:\n  {}", problems.join("\n  "));
+    let problems = problems(&graph, layers);
+    assert!(problems.is_empty(), "the floor plan of {} is broken:\n  {}", root.display(), problems.join("\n  "));
+}
+
+#[test]
+fn no_file_of_sleuth_actors_imports_from_a_layer_above_and_none_import_each_other_in_a_cycle() {
+    check(&Path::new(env!("CARGO_MANIFEST_DIR")).join("src"), ACTORS);
+}
+
+#[test]
+fn no_file_of_sleuth_core_imports_from_a_layer_above_and_none_import_each_other_in_a_cycle() {
+    check(&Path::new(env!("CARGO_MANIFEST_DIR")).join("../core/src"), CORE);
+}
+
+/// A small tree of core's layers for the planted faults below.
+fn tree(files: &[(&str, &str)]) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    for (path, text) in files {
+        let path = dir.path().join(path);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, text).unwrap();
+    }
+    dir
 }
 
 /// The check itself: a cycle and an upward import planted in a copy of a small tree are both found.
 #[test]
 fn the_check_finds_a_planted_cycle_and_an_upward_import() {
-    let dir = tempfile::tempdir().expect("a temporary directory");
+    let dir = tree(&[
+        ("lib.rs", "pub mod text; pub mod machine;"),
+        ("text.rs", "use crate::machine::caps::Caps;"),
+        ("machine/mod.rs", "pub mod caps; pub mod outbound;"),
+        ("machine/caps.rs", "use super::outbound::next; pub struct Caps;"),
+        ("machine/outbound.rs", "pub fn next() { let _ = super::caps::Caps; }"),
+    ]);
     let root = dir.path();
-    std::fs::create_dir_all(root.join("machine")).unwrap();
-    std::fs::write(root.join("lib.rs"), "pub mod text; pub mod machine;").unwrap();
-    std::fs::write(root.join("text.rs"), "use crate::machine::caps::Caps;").unwrap();
-    std::fs::write(root.join("machine/mod.rs"), "pub mod caps; pub mod outbound;").unwrap();
-    std::fs::write(root.join("machine/caps.rs"), "use super::outbound::next; pub struct Caps;").unwrap();
-    std::fs::write(root.join("machine/outbound.rs"), "pub fn next() { let _ = super::caps::Caps; }").unwrap();
-    let found = problems(&graph(root));
+    let found = problems(&graph(root), CORE);
     assert!(found.iter().any(|p| p.starts_with("text (layer foundations) imports machine::caps")), "{found:?}");
     assert!(
         found.iter().any(|p| p == "2 files import each other in a cycle: machine::caps, machine::outbound"),
         "{found:?}"
     );
-    // Using the folder's shared definitions (`super::` to the enclosing mod.rs) is not a cycle.
+    // Using the folder's interface (`super::` to an enclosing mod.rs of types and re-exports) is not a cycle.
     std::fs::write(root.join("machine/outbound.rs"), "use super::Shared; pub fn next() {}").unwrap();
     std::fs::write(root.join("machine/mod.rs"), "pub mod caps; pub mod outbound; pub struct Shared;").unwrap();
+    std::fs::write(root.join("machine/caps.rs"), "pub use super::outbound::next; pub struct Caps;").unwrap();
     std::fs::write(root.join("text.rs"), "").unwrap();
-    assert_eq!(problems(&graph(root)), Vec::<String>::new());
+    assert_eq!(problems(&graph(root), CORE), Vec::<String>::new());
+}
+
+/// A `mod.rs` that holds logic is a file like any other: a child that calls back into it while it calls the child
+/// is a cycle.
+#[test]
+fn the_check_finds_a_loop_through_a_mod_rs_that_holds_logic() {
+    let dir = tree(&[
+        ("lib.rs", "pub mod reader;"),
+        ("reader/mod.rs", "mod spans; pub fn read() -> usize { spans::count() }"),
+        ("reader/spans.rs", "pub fn count() -> usize { super::read() }"),
+    ]);
+    let found = problems(&graph(dir.path()), CORE);
+    assert!(found.iter().any(|p| p == "2 files import each other in a cycle: reader, reader::spans"), "{found:?}");
+    // The same mod.rs as an interface only (the logic in a file of its own) is not.
+    std::fs::write(dir.path().join("reader/mod.rs"), "mod spans; mod extract; pub use extract::read;").unwrap();
+    std::fs::write(dir.path().join("reader/extract.rs"), "pub fn read() -> usize { 1 }").unwrap();
+    std::fs::write(dir.path().join("reader/spans.rs"), "pub fn count() -> usize { super::read() }").unwrap();
+    assert_eq!(problems(&graph(dir.path()), CORE), Vec::<String>::new());
+}
+
+/// A bare path into a declared child module, and a path inside a macro's tokens, are imports too.
+#[test]
+fn the_check_sees_bare_child_paths_and_paths_inside_macros() {
+    let dir = tree(&[
+        ("lib.rs", "pub mod text; pub mod agents;"),
+        ("text.rs", "mod words; pub fn t() -> String { words::w() }"),
+        ("text/words.rs", "pub fn w() -> String { format!(\"{}\", crate::agents::name()) }"),
+        ("agents/mod.rs", "pub fn name() -> &'static str { \"a\" }"),
+    ]);
+    let found = problems(&graph(dir.path()), CORE);
+    assert!(
+        found.iter().any(|p| p.starts_with("text::words (layer foundations) imports agents from the layer above")),
+        "a path inside format! is an import: {found:?}"
+    );
+    // A bare child path: `words::w()` from text.rs; with words importing text back, a cycle.
+    std::fs::write(dir.path().join("text/words.rs"), "pub fn w() -> String { super::t() }").unwrap();
+    let found = problems(&graph(dir.path()), CORE);
+    assert!(found.iter().any(|p| p == "2 files import each other in a cycle: text, text::words"), "{found:?}");
 }

@@ -115,6 +115,7 @@ pub(super) fn sample_state() -> LoopState {
             meta_question: false,
             clarifying_questions: vec![],
             resolved: vec!["he → Luffy".into()],
+            chain_links: None,
         },
         plan: None,
         reply: None,
@@ -186,6 +187,24 @@ fn loop_state_round_trips_in_both_encodings() {
         let (back, detected) = decode::<LoopState>(&bytes).unwrap();
         assert_eq!(detected, encoding);
         assert_eq!(back, state);
+    }
+}
+
+#[test]
+fn chain_links_are_additive_to_the_analysis() {
+    // A state written before intake recorded the chain's links has no key for them and reads back as `None` (the
+    // state above, whose golden bytes stay as they were); a recorded count travels by name in both encodings.
+    let mut analysis = sample_state().analysis;
+    let plain = encode(&analysis, Encoding::Json).unwrap();
+    assert!(!String::from_utf8(plain).unwrap().contains("chain_links"));
+    analysis.chain_links = Some(2);
+    let json = String::from_utf8(encode(&analysis, Encoding::Json).unwrap()).unwrap();
+    assert!(json.ends_with(r#","chain_links":2}"#), "{json}");
+    let packed = encode(&analysis, Encoding::MsgPack).unwrap();
+    let tail: String = packed[packed.len() - 13..].iter().map(|b| format!("{b:02x}")).collect();
+    assert_eq!(tail, "ab636861696e5f6c696e6b7302", "the key by name, then the count");
+    for bytes in [json.into_bytes(), packed] {
+        assert_eq!(decode::<QueryAnalysis>(&bytes).unwrap().0.chain_links, Some(2));
     }
 }
 

@@ -183,7 +183,7 @@ async fn with_no_planner_taking_work_a_new_request_is_refused_at_once_as_overloa
         assert!(matches!(reply.outcome, Outcome::Answer(_)), "{:?}", reply.outcome);
     }
     // Intake reads the backlog again once its last reading is older than SAMPLE_EVERY.
-    tokio::time::sleep(sleuth_actors::runtime::admission::SAMPLE_EVERY * 2).await;
+    tokio::time::sleep(sleuth_actors::tenancy::admission::SAMPLE_EVERY * 2).await;
     let reply = ask(30_000).await.unwrap().expect("intake answers");
     assert!(matches!(reply.outcome, Outcome::Answer(_)), "admitted again: {:?}", reply.outcome);
 }

@@ -4,6 +4,7 @@
 
 use std::{sync::Arc, time::Duration};
 
+use futures::StreamExt;
 use sleuth_actors::{
     bus::{Bus, nats::NatsBus},
     config::Config,
@@ -13,7 +14,6 @@ use sleuth_actors::{
     store::{StateStore, StoreError, nats_loops::LoopStream},
     telemetry::TraceHeaders,
 };
-use futures::StreamExt;
 use sleuth_messages::{AskRequest, ErrorKind, ErrorResponse, LoopState, Phase, Stage, codec, subjects::Subjects};
 use sleuth_tests::{nats::nats_server, unique};
 

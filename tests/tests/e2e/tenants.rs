@@ -264,8 +264,8 @@ async fn a_tenant_at_its_limit_is_refused_with_limited_while_another_is_not() {
     beta.flush().await.unwrap();
     let ended = tokio::time::timeout(Duration::from_secs(5), beta_first).await.expect("cancelled within 5 s").unwrap();
     assert!(matches!(ended.outcome, Outcome::Answer(_)), "{ended:?}");
-    // Intake looks a tenant's requests up at most every tenth of a second (`runtime::quota::SWEEP_EVERY`).
-    tokio::time::sleep(sleuth_actors::runtime::quota::SWEEP_EVERY * 2).await;
+    // Intake looks a tenant's requests up at most every tenth of a second (`tenancy::quota::SWEEP_EVERY`).
+    tokio::time::sleep(sleuth_actors::tenancy::quota::SWEEP_EVERY * 2).await;
     let next = uuid::Uuid::now_v7();
     let beta_next = in_flight(&beta, next);
     assert_eq!(state_of(&config, next).await.owner, Some(Principal::tenant("BETA")), "the freed slot is used");

@@ -1,0 +1,14 @@
+//! The deterministic agents, as pure functions of the loop state: the planner (`planner.rs`), the grader
+//! (`grader.rs`) and the synthesizer (`synthesizer.rs`), and what they share: the entity-question steps
+//! (`resolve.rs`, `entity_answer.rs`), the multi-hop walk over mention links (`bridge.rs`), the hop taken by
+//! searching a rewritten question (`hop.rs`), and which of the question's names no card covers (`coverage.rs`).
+//! sleuth-actors' stages run them on a delivery, and its LLM stages fall back on them.
+
+pub mod bridge;
+pub mod coverage;
+pub mod entity_answer;
+pub mod grader;
+pub mod hop;
+pub mod planner;
+pub mod resolve;
+pub mod synthesizer;

@@ -1,0 +1,386 @@
+//! Synthesizer: writes the answer with `[n]` citations. Deterministic mode is extractive: the sentences of the
+//! retrieved cards that best match the question, each cited by its card, so no citation can name a card that was
+//! never retrieved. Citations are then numbered by first appearance, [1], [2], …, each keeping its card's number.
+
+use std::sync::LazyLock;
+
+use regex::Regex;
+use sleuth_messages::{
+    Action, AgentResponse, Card, Citation, EntityRef, JsonMap, LoopState, ShortAnswer, TerminationReason,
+};
+
+use super::entity_answer::EntityAnswer;
+use crate::{
+    entities,
+    entity_types::KnownTypes,
+    reader::{self, Reading},
+    text,
+};
+
+/// The warning an answer carries when the corpus has nothing that answers the question.
+pub const NO_EVIDENCE: &str = "NO_EVIDENCE";
+
+/// Most sentences an extractive answer quotes.
+const MAX_SENTENCES: usize = 3;
+
+static CITATION: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"\[(\d+)\]").expect("static regex"));
+
+/// The deterministic synthesizer; `types` are the graph's entity types, which an entity question asks for.
+#[derive(Debug, Clone, Default)]
+pub struct Synthesizer {
+    pub types: KnownTypes,
+}
+
+/// Removes every `[n]` that does not name a retrieved card. Returns the cleaned answer and how many were removed.
+pub fn verify_citations(answer: &str, cards: &[Card]) -> (String, usize) {
+    let mut removed = 0;
+    let cleaned = CITATION.replace_all(answer, |c: &regex::Captures| {
+        let known = c[1].parse::<u32>().is_ok_and(|n| cards.iter().any(|card| card.n == n));
+        if known {
+            c[0].to_string()
+        } else {
+            removed += 1;
+            String::new()
+        }
+    });
+    (cleaned.split_whitespace().collect::<Vec<_>>().join(" "), removed)
+}
+
+/// How well a sentence answers: question words it contains, entities it names, and a bonus when its card is
+/// about one of the question's entities.
+fn sentence_score(sentence: &str, card: &Card, stems: &[&str], entities: &[String]) -> f32 {
+    let tokens = text::tokens(sentence);
+    let matched = stems.iter().filter(|s| tokens.iter().any(|t| text::stem(t) == **s)).count() as f32;
+    let named = entities.iter().filter(|e| text::mentions(sentence, e)).count() as f32;
+    let about = entities.iter().any(|e| text::mentions(&card.hit.title, e) || text::mentions(e, &card.hit.title));
+    if matched + named == 0.0 {
+        return 0.0;
+    }
+    matched + named + if about { 1.5 } else { 0.0 }
+}
+
+/// The extractive answer for the state's evidence.
+pub fn synthesize(state: &LoopState, types: &crate::entity_types::EntityTypes) -> AgentResponse {
+    let reason = state.stop_reason.unwrap_or(TerminationReason::PlannerFinal);
+    let a = &state.analysis;
+    let mut evidence = JsonMap::new();
+    evidence.insert("termination_reason".into(), reason.as_str().into());
+    evidence.insert("cards_considered".into(), state.cards.len().into());
+    evidence.insert("turns".into(), state.turns.len().into());
+
+    if reason == TerminationReason::Clarification {
+        let questions: Vec<String> = state
+            .turns
+            .iter()
+            .flat_map(|t| &t.step.actions)
+            .filter_map(|a| match a {
+                Action::Clarify { questions } => Some(questions.iter().map(|q| q.question.clone())),
+                _ => None,
+            })
+            .flatten()
+            .collect();
+        return response(questions.join(" "), Vec::new(), evidence, 0.3, reason, Vec::new());
+    }
+    if state.cards.is_empty() {
+        let answer = format!("I could not find anything in the corpus that answers \"{}\".", a.normalized);
+        return response(answer, Vec::new(), evidence, 0.1, reason, vec![NO_EVIDENCE.into()]);
+    }
+
+    if a.meta_question
+        && let Some(card) = state.cards.iter().find(|c| c.hit.id == sleuth_messages::DATABASE_STATS_ID)
+    {
+        return cited_response(state, &format!("{} [{}]", card.hit.text, card.n), &[card], evidence, reason);
+    }
+    // Only the head of the final ranking is read and quoted: the answer rests on the best evidence, and what it
+    // cites is what the request reports as its best passages.
+    let window = answer_window(state);
+    if let Some(found) = super::entity_answer::entity_answer(state, types) {
+        let reading = read(state, &window);
+        return with_short_answer(entity_response(state, found, reading.as_ref(), evidence, reason), reading.as_ref());
+    }
+    let uncovered = super::coverage::uncovered(state, &window);
+    if !uncovered.is_empty() {
+        evidence.insert("uncovered".into(), uncovered.clone().into());
+        let answer = format!(
+            "I could not find anything in the corpus that answers \"{}\": the evidence never mentions {}.",
+            a.normalized,
+            uncovered.join(", ")
+        );
+        return response(answer, Vec::new(), evidence, 0.1, reason, vec![NO_EVIDENCE.into()]);
+    }
+    let stems: Vec<&str> = a.keywords.iter().map(|k| text::stem(k)).collect();
+    // The best sentence of each card, then the best cards.
+    let mut best: Vec<(f32, &Card, &str)> = window
+        .iter()
+        .copied()
+        .filter_map(|card| {
+            // On equal scores the earlier sentence wins: lead sentences tend to define their subject.
+            text::sentences(&card.hit.text)
+                .into_iter()
+                .enumerate()
+                .map(|(i, s)| (sentence_score(s, card, &stems, &a.entities) - 0.01 * i as f32, card, s))
+                .max_by(|x, y| x.0.total_cmp(&y.0))
+        })
+        .filter(|(score, _, _)| *score > 0.0)
+        .collect();
+    best.sort_by(|x, y| y.0.total_cmp(&x.0).then(y.1.hit.score.total_cmp(&x.1.hit.score)));
+    // Quote only sentences that come close to the best one.
+    let floor = best.first().map_or(0.0, |b| b.0 * 0.5);
+    best.retain(|b| b.0 >= floor);
+    best.truncate(MAX_SENTENCES);
+    // A multi-hop answer quotes every link of the chain it followed: the anchors it expanded through the graph
+    // and the bridge documents it fetched from them, each by its best sentence.
+    let stems_ref = &stems;
+    for doc_id in super::bridge::chain_documents(state) {
+        if best.iter().any(|(_, card, _)| card.hit.doc_id == doc_id) {
+            continue;
+        }
+        let quoted = window
+            .iter()
+            .copied()
+            .filter(|c| c.hit.doc_id == doc_id)
+            .flat_map(|card| {
+                text::sentences(&card.hit.text)
+                    .into_iter()
+                    .enumerate()
+                    .map(move |(i, s)| (sentence_score(s, card, stems_ref, &a.entities) - 0.01 * i as f32, card, s))
+            })
+            .max_by(|x, y| x.0.total_cmp(&y.0));
+        best.extend(quoted);
+    }
+    if best.is_empty() {
+        let card = window.first().copied().unwrap_or(&state.cards[0]);
+        let first = text::sentences(&card.hit.text).first().copied().unwrap_or(card.hit.text.as_str());
+        best.push((0.0, card, first));
+    }
+    best.sort_by_key(|(_, card, _)| card.n);
+
+    let reading = read(state, &window);
+    let mut answer = String::new();
+    if reason.is_cap() {
+        answer.push_str(&format!("Best available answer (stopped early: {}). ", reason.as_str()));
+    }
+    let mut cited: Vec<&Card> = Vec::new();
+    lead_with(&mut answer, &mut cited, reading.as_ref());
+    for (_, card, sentence) in &best {
+        answer.push_str(&format!("{} [{}] ", sentence.trim(), card.n));
+        if !cited.iter().any(|c| c.n == card.n) {
+            cited.push(card);
+        }
+    }
+    with_short_answer(cited_response(state, answer.trim(), &cited, evidence, reason), reading.as_ref())
+}
+
+/// The deterministic reader's answer to the request's question, from the final ranking's head.
+fn read<'a>(state: &LoopState, window: &[&'a Card]) -> Option<Reading<'a>> {
+    reader::read(question(state), window, &chain(state))
+}
+
+/// The request's chain as the reader follows it: its links, and the bridges its hops were searched with.
+pub fn chain(state: &LoopState) -> reader::Chain {
+    reader::Chain { links: super::bridge::chain_links(state), bridges: super::hop::searched_bridges(state) }
+}
+
+/// The question the request answers: the rewritten one when intake rewrote it.
+pub fn question(state: &LoopState) -> &str {
+    match state.analysis.rewritten.trim() {
+        "" => &state.analysis.normalized,
+        rewritten => rewritten,
+    }
+}
+
+/// The head of the final ranking: the cards an answer is read from and quoted.
+pub fn answer_window(state: &LoopState) -> Vec<&Card> {
+    crate::machine::ranking::ranking(state).into_iter().take(crate::machine::ranking::ANSWER_WINDOW).collect()
+}
+
+/// The short answer as the reply's first sentence, cited by the cards that support it: "One Piece [15]. "
+pub fn lead_sentence(reading: &Reading<'_>) -> String {
+    let marks: String = reading.cards.iter().map(|c| format!("[{}]", c.n)).collect();
+    format!("{} {marks}. ", reading.text.trim_end_matches('.'))
+}
+
+/// Puts the short answer first and its cards among the cited.
+fn lead_with<'a>(answer: &mut String, cited: &mut Vec<&'a Card>, reading: Option<&Reading<'a>>) {
+    let Some(reading) = reading else { return };
+    answer.push_str(&lead_sentence(reading));
+    for card in &reading.cards {
+        if !cited.iter().any(|c| c.n == card.n) {
+            cited.push(card);
+        }
+    }
+}
+
+/// Records the short answer on a response, its citations renumbered as the response's are.
+pub fn with_short_answer(mut response: AgentResponse, reading: Option<&Reading<'_>>) -> AgentResponse {
+    if let Some(reading) = reading {
+        let citations: Vec<u32> = reading
+            .cards
+            .iter()
+            .filter_map(|card| response.citations.iter().find(|c| c.card == card.n).map(|c| c.n))
+            .collect();
+        if !citations.is_empty() {
+            response.short_answer = Some(ShortAnswer { text: reading.text.clone(), kind: reading.kind, citations });
+        }
+    }
+    response
+}
+
+/// The answer to an entity question: the graph's statements and the entities' descriptions, each cited, after
+/// the short answer when the reader found one.
+fn entity_response<'a>(
+    state: &'a LoopState,
+    found: EntityAnswer<'a>,
+    reading: Option<&Reading<'a>>,
+    mut evidence: JsonMap,
+    reason: TerminationReason,
+) -> AgentResponse {
+    let mut answer = String::new();
+    if reason.is_cap() {
+        answer.push_str(&format!("Best available answer (stopped early: {}). ", reason.as_str()));
+    }
+    let mut cited: Vec<&Card> = Vec::new();
+    lead_with(&mut answer, &mut cited, reading);
+    for sentence in &found.sentences {
+        match sentence.card {
+            Some(card) => {
+                answer.push_str(&format!("{} [{}] ", sentence.text.trim(), card.n));
+                if !cited.iter().any(|c| c.n == card.n) {
+                    cited.push(card);
+                }
+            }
+            None => answer.push_str(&format!("{} ", sentence.text.trim())),
+        }
+    }
+    if !found.paths.is_empty() {
+        evidence.insert("paths".into(), found.paths.into());
+    }
+    let mut response = cited_response(state, answer.trim(), &cited, evidence, reason);
+    response.source_entities = found.source_entities;
+    response.result_entities = found.result_entities;
+    response
+}
+
+/// The card numbers an answer cites, in order of first appearance.
+pub fn cited_numbers(answer: &str) -> Vec<u32> {
+    let mut seen = Vec::new();
+    for c in CITATION.captures_iter(answer) {
+        if let Ok(n) = c[1].parse::<u32>()
+            && !seen.contains(&n)
+        {
+            seen.push(n);
+        }
+    }
+    seen
+}
+
+/// Renumbers an answer's card citations `[7] … [1] … [7]` as `[1] … [2] … [1]`, and orders `cited` the same way
+/// (cards the answer never cites go last). A bracketed number that names no cited card, such as a footnote mark in
+/// quoted text, is dropped so it cannot pass for a citation.
+fn in_reading_order<'a>(answer: &str, cited: &[&'a Card]) -> (String, Vec<&'a Card>) {
+    let mut order: Vec<&Card> =
+        cited_numbers(answer).iter().filter_map(|n| cited.iter().find(|c| c.n == *n).copied()).collect();
+    for card in cited {
+        if !order.iter().any(|c| c.n == card.n) {
+            order.push(card);
+        }
+    }
+    let renumbered = CITATION.replace_all(answer, |c: &regex::Captures| {
+        match c[1].parse::<u32>().ok().and_then(|n| order.iter().position(|card| card.n == n)) {
+            Some(i) => format!("[{}]", i + 1),
+            None => String::new(),
+        }
+    });
+    (renumbered.split_whitespace().collect::<Vec<_>>().join(" "), order)
+}
+
+/// The response for an answer whose `[n]` name `cited`: citations checked, confidence from the last report.
+pub fn cited_response(
+    state: &LoopState,
+    answer: &str,
+    cited: &[&Card],
+    evidence: JsonMap,
+    reason: TerminationReason,
+) -> AgentResponse {
+    let (answer, removed) = verify_citations(answer, &state.cards);
+    debug_assert_eq!(removed, 0, "deterministic citations always name retrieved cards");
+    let (answer, cited) = in_reading_order(&answer, cited);
+    let citations = cited
+        .iter()
+        .enumerate()
+        .map(|(i, c)| Citation {
+            n: i as u32 + 1,
+            hit_id: c.hit.id.clone(),
+            doc_id: c.hit.doc_id.clone(),
+            title: c.hit.title.clone(),
+            card: c.n,
+        })
+        .collect();
+    let source_entities: Vec<EntityRef> =
+        cited.iter().map(|c| EntityRef { entity_type: entities::type_of(&c.hit), id: c.hit.doc_id.clone() }).collect();
+    let report_confidence = state.turns.iter().rev().find_map(|t| t.report.as_ref()).map_or(0.5, |r| r.confidence);
+    let confidence = if reason.is_cap() { report_confidence * 0.6 } else { report_confidence };
+    let mut warnings = Vec::new();
+    if reason.is_cap() {
+        warnings.push(reason.as_str().to_uppercase());
+    }
+    let mut response = response(answer, citations, evidence, confidence, reason, warnings);
+    response.result_entities = source_entities.iter().take(1).cloned().collect();
+    response.source_entities = source_entities;
+    response
+}
+
+fn response(
+    answer: String,
+    citations: Vec<Citation>,
+    evidence: JsonMap,
+    confidence: f32,
+    termination_reason: TerminationReason,
+    warnings: Vec<String>,
+) -> AgentResponse {
+    AgentResponse {
+        answer,
+        short_answer: None,
+        result_entities: Vec::new(),
+        source_entities: Vec::new(),
+        evidence,
+        citations,
+        confidence,
+        termination_reason,
+        warnings,
+        degraded: Vec::new(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use sleuth_messages::{Hit, JsonMap};
+
+    fn card(n: u32) -> Card {
+        let hit = Hit {
+            id: format!("h{n}"),
+            doc_id: format!("d{n}"),
+            title: "t".into(),
+            text: "x".into(),
+            score: 1.0,
+            metadata: JsonMap::new(),
+        };
+        Card::new(n, 1, hit)
+    }
+
+    #[test]
+    fn citations_are_numbered_by_first_appearance_and_keep_their_card() {
+        let cards = [card(1), card(4), card(7)];
+        let (answer, order) = in_reading_order("A [7]. B [1] and [4]. C [7].", &[&cards[0], &cards[1], &cards[2]]);
+        assert_eq!(answer, "A [1]. B [2] and [3]. C [1].");
+        assert_eq!(order.iter().map(|c| c.n).collect::<Vec<_>>(), vec![7, 1, 4]);
+    }
+
+    #[test]
+    fn citations_to_unknown_cards_are_removed_and_counted() {
+        let (answer, removed) = verify_citations("Luffy is a pirate [1] and a captain [99].", &[card(1)]);
+        assert_eq!(answer, "Luffy is a pirate [1] and a captain .");
+        assert_eq!(removed, 1);
+    }
+}

@@ -1,0 +1,249 @@
+//! Comparisons and yes/no questions, decided from the compared values: the date, life span or number each
+//! option's card gives (following the option's card to the card of the person a "who" clause describes), or
+//! whether two things' cards share what a "same" question asks about.
+
+use sleuth_messages::{AnswerKind, Card};
+
+use super::{
+    Reading,
+    asked::{Asked, Order},
+    spans::{self, DateValue, Shape},
+    words::{card_named, fold, same_word},
+};
+use crate::text;
+
+/// The card about `option`: its title is the option, or the nearest title that names it or that it names.
+fn option_card<'a>(window: &[&'a Card], option: &str) -> Option<&'a Card> {
+    card_named(window, option).or_else(|| {
+        window.iter().copied().find(|c| {
+            !c.hit.title.is_empty() && (text::mentions(&c.hit.title, option) || text::mentions(option, &c.hit.title))
+        })
+    })
+}
+
+/// The question's cue words that are not the options' own words.
+fn relation_cues(a: &Asked) -> Vec<String> {
+    let option_words: Vec<String> = a.options.iter().flat_map(|o| text::tokens(o)).collect();
+    a.cues.iter().filter(|c| !option_words.contains(c)).cloned().collect()
+}
+
+fn mentions_cue(sentence: &str, cues: &[String]) -> bool {
+    text::tokens(sentence).iter().any(|w| cues.iter().any(|c| same_word(w, c)))
+}
+
+/// The date a card gives for the question's relation: a death date when the question asks about dying, else
+/// the first date of the first sentence that uses the question's words, else the card's first date.
+fn date_in(card: &Card, cues: &[String]) -> Option<DateValue> {
+    let sentences = text::sentences(&card.hit.text);
+    let death = cues.iter().any(|c| ["die", "died", "death", "dead"].contains(&c.as_str()));
+    let value = |s: &spans::Span| match s.shape {
+        Shape::Date(d) => Some(d),
+        _ => None,
+    };
+    if death {
+        for s in &sentences {
+            let found = spans::dates(s);
+            if found.len() >= 2 {
+                return value(&found[1]);
+            }
+            if text::tokens(s).iter().any(|w| w.starts_with("die") || w == "death")
+                && let Some(d) = found.first()
+            {
+                return value(d);
+            }
+        }
+    }
+    let verbs: Vec<String> = cues.iter().filter(|c| !is_noun_cue(c)).cloned().collect();
+    sentences
+        .iter()
+        .filter(|s| mentions_cue(s, &verbs))
+        .find_map(|s| spans::dates(s).first().and_then(value))
+        .or_else(|| sentences.iter().find_map(|s| spans::dates(s).first().and_then(value)))
+}
+
+/// Cue words that name the kind of thing compared ("film", "director") rather than the relation ("born").
+fn is_noun_cue(cue: &str) -> bool {
+    [
+        "film",
+        "movie",
+        "book",
+        "song",
+        "album",
+        "band",
+        "person",
+        "director",
+        "composer",
+        "performer",
+        "author",
+        "singer",
+        "writer",
+        "producer",
+        "creator",
+        "novel",
+        "series",
+        "show",
+        "game",
+        "company",
+    ]
+    .iter()
+    .any(|n| same_word(cue, n))
+}
+
+/// The life span a card gives: the years between its first two dates.
+fn lifespan(card: &Card) -> Option<f64> {
+    let found: Vec<DateValue> = text::sentences(&card.hit.text)
+        .iter()
+        .flat_map(|s| spans::dates(s))
+        .filter_map(|s| match s.shape {
+            Shape::Date(d) => Some(d),
+            _ => None,
+        })
+        .take(2)
+        .collect();
+    let [born, died] = found[..] else { return None };
+    let days = |d: DateValue| f64::from(d.0) * 365.25 + f64::from(d.1.max(1)) * 30.4 + f64::from(d.2.max(1));
+    (days(died) > days(born)).then(|| days(died) - days(born))
+}
+
+/// The card a "who" clause points at from an option's card: the person (or thing) named in the option's card
+/// whose own card is in the window, preferring one named next to the question's noun ("directed by …").
+fn bridged<'a>(card: &Card, window: &[&'a Card], cues: &[String]) -> Option<&'a Card> {
+    let mut best: Option<(usize, &'a Card)> = None;
+    for sentence in text::sentences(&card.hit.text) {
+        let cue_here = mentions_cue(sentence, cues);
+        for name in text::name_spans(sentence) {
+            if fold(&name) == fold(&card.hit.title) {
+                continue;
+            }
+            if let Some(target) = card_named(window, &name) {
+                let rank = if cue_here { 0 } else { 1 };
+                if best.is_none_or(|(r, _)| rank < r) {
+                    best = Some((rank, target));
+                }
+            }
+        }
+    }
+    best.map(|(_, c)| c)
+}
+
+#[derive(Clone, Copy, PartialEq, PartialOrd)]
+enum Value {
+    Date(DateValue),
+    Span(f64),
+}
+
+/// Which of two named things the question picks.
+pub fn choose<'a>(a: &Asked, window: &[&'a Card]) -> Option<Reading<'a>> {
+    let cues = relation_cues(a);
+    let relative = a.words.iter().any(|w| w == "who" || w == "whose");
+    let mut values: Vec<(String, Vec<&'a Card>, Option<Value>)> = Vec::new();
+    for option in &a.options {
+        let Some(card) = option_card(window, option) else {
+            values.push((option.clone(), Vec::new(), None));
+            continue;
+        };
+        let mut cards = vec![card];
+        // "the film whose director was born first": the value is the director's, found through the film's card.
+        let subject = if relative && a.words.first().is_none_or(|w| w != "who") {
+            match bridged(card, window, &cues) {
+                Some(other) => {
+                    cards.push(other);
+                    other
+                }
+                None => card,
+            }
+        } else {
+            card
+        };
+        let value =
+            if a.lifespan { lifespan(subject).map(Value::Span) } else { date_in(subject, &cues).map(Value::Date) };
+        values.push((option.clone(), cards, value));
+    }
+    let order = if a.lifespan { Order::Most } else { a.order.unwrap_or(Order::Least) };
+    let known: Vec<&(String, Vec<&'a Card>, Option<Value>)> = values.iter().filter(|v| v.2.is_some()).collect();
+    let pick = match known.as_slice() {
+        [x, y] if x.2 != y.2 => {
+            let first_wins = (x.2 < y.2) == (order == Order::Least);
+            if first_wins { *x } else { *y }
+        }
+        // Nothing to compare: the option whose card says most of what the question asks, when one does.
+        _ => {
+            let said = |v: &(String, Vec<&Card>, Option<Value>)| {
+                v.1.first().map_or(0, |c| {
+                    let words = text::tokens(&c.hit.text);
+                    cues.iter().filter(|q| words.iter().any(|w| same_word(w, q))).count()
+                })
+            };
+            match values.as_slice() {
+                [x, y] if !x.1.is_empty() && !y.1.is_empty() && said(x) != said(y) => {
+                    if said(x) > said(y) {
+                        x
+                    } else {
+                        y
+                    }
+                }
+                _ => return None,
+            }
+        }
+    };
+    let mut cards: Vec<&'a Card> = pick.1.clone();
+    for (_, other, _) in &values {
+        for c in other {
+            if !cards.iter().any(|k| k.n == c.n) {
+                cards.push(c);
+            }
+        }
+    }
+    Some(Reading { text: pick.0.clone(), kind: AnswerKind::Choice, cards })
+}
+
+/// A comparison's options as answers: the one [`choose`] picks first, then the other, each cited by its card.
+pub fn options<'a>(a: &Asked, window: &[&'a Card]) -> Vec<Reading<'a>> {
+    let picked = choose(a, window);
+    let mut found: Vec<Reading<'a>> = picked.into_iter().collect();
+    for option in &a.options {
+        if found.iter().any(|r| r.text == *option) {
+            continue;
+        }
+        if let Some(card) = option_card(window, option) {
+            found.push(Reading { text: option.clone(), kind: AnswerKind::Choice, cards: vec![card] });
+        }
+    }
+    found
+}
+
+/// The names in a card's first two sentences, other than its own title's: where it is, what it is.
+fn descriptors(card: &Card) -> Vec<String> {
+    let title = text::tokens(&card.hit.title);
+    text::sentences(&card.hit.text)
+        .iter()
+        .take(2)
+        .flat_map(|s| text::name_spans(s))
+        .flat_map(|n| text::tokens(&n))
+        .filter(|t| !title.contains(t) && !text::is_stopword(t) && t.chars().all(char::is_alphabetic))
+        .collect()
+}
+
+/// Yes or no: whether two things share what the question asks about, or whether each is what it says.
+pub fn yes_no<'a>(a: &Asked, window: &[&'a Card]) -> Option<Reading<'a>> {
+    let cards: Vec<&'a Card> = a.options.iter().filter_map(|o| option_card(window, o)).collect();
+    if cards.is_empty() || (a.options.len() >= 2 && cards.len() < 2) || cards.len() == 2 && cards[0].n == cards[1].n {
+        return None;
+    }
+    let yes = if a.same.is_some() && cards.len() >= 2 {
+        let (x, y) = (descriptors(cards[0]), descriptors(cards[1]));
+        x.iter().any(|w| y.contains(w))
+    } else {
+        let cues: Vec<String> = relation_cues(a).into_iter().filter(|c| c != "both" && c != "located").collect();
+        if cues.is_empty() {
+            return None;
+        }
+        // Each must be described so in its card's opening, where a card says what its subject is.
+        cards.iter().all(|c| {
+            let words: Vec<String> =
+                text::sentences(&c.hit.text).iter().take(2).flat_map(|s| text::tokens(s)).collect();
+            cues.iter().all(|q| words.iter().any(|w| same_word(w, q)))
+        })
+    };
+    Some(Reading { text: if yes { "yes" } else { "no" }.into(), kind: AnswerKind::YesNo, cards })
+}
