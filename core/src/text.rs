@@ -164,8 +164,13 @@ fn is_abbreviation(before: &str) -> bool {
     single_initial || month || ["Mr", "Mrs", "Ms", "Dr", "St", "Jr", "Sr", "vs", "etc", "e.g", "i.e"].contains(&word)
 }
 
-/// Splits prose into sentences at `.`, `!` or `?` followed by white space.
+/// Splits prose into sentences at `.`, `!` or `?` followed by white space, and at blank lines: a heading, a list
+/// item or a table row is a sentence of its own even without a full stop.
 pub fn sentences(text: &str) -> Vec<&str> {
+    text.split("\n\n").flat_map(paragraph_sentences).collect()
+}
+
+fn paragraph_sentences(text: &str) -> Vec<&str> {
     let mut out = Vec::new();
     let mut start = 0;
     let bytes = text.as_bytes();
@@ -335,9 +340,36 @@ pub fn name_spans(text: &str) -> Vec<String> {
     out
 }
 
+/// An answer span as plain words: emphasis and code marks around it dropped ("`i32`" is "i32"), `None` when markup
+/// is left inside it (a tag, a link, a table cell, a heading mark) or nothing is left. A short answer never
+/// carries markup: a reader quoting "Attributes</span" or "Keyword](ch07-04…" has read the source, not the text.
+pub fn plain_span(span: &str) -> Option<String> {
+    const MARKS: &[char] = &['`', '*', '_', '~'];
+    let text = span.trim().trim_matches(MARKS).trim();
+    let markup = text.contains(['<', '>', '[', ']', '{', '}', '|', '`', '#', '\\']) || text.contains("://");
+    (!text.is_empty() && !markup).then(|| text.to_string())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_answer_span_is_plain_words() {
+        assert_eq!(plain_span("`i32`").as_deref(), Some("i32"));
+        assert_eq!(plain_span("**Mexico City**").as_deref(), Some("Mexico City"));
+        assert_eq!(plain_span("max_body_size").as_deref(), Some("max_body_size"));
+        for markup in [
+            "Attributes</span",
+            "Keyword](ch07-04-bringing-paths",
+            "| retries |",
+            "## Integer Types",
+            "``",
+            "see https://x.org",
+        ] {
+            assert_eq!(plain_span(markup), None, "{markup}");
+        }
+    }
 
     #[test]
     fn name_spans_find_names_and_drop_question_words() {
@@ -387,6 +419,10 @@ mod tests {
         assert_eq!(
             sentences("On Dec. 10, 1817, it joined. Then more."),
             vec!["On Dec. 10, 1817, it joined.", "Then more."]
+        );
+        assert_eq!(
+            sentences("Integer Types\n\nThey default to i32. See below\n\nOption: retries; Default: 3."),
+            vec!["Integer Types", "They default to i32.", "See below", "Option: retries; Default: 3."]
         );
     }
 

@@ -34,9 +34,39 @@ pub fn answer_score(predicted: &str, gold: &str) -> (f64, f64) {
     (em, 2.0 * precision * recall / (precision + recall))
 }
 
+/// Whether `text` says the gold answer: the gold answer's words, normalised as [`normalize_answer`] does, appear
+/// in it whole and in order. An empty gold answer is never said.
+pub fn says_answer(text: &str, gold: &str) -> bool {
+    let gold = normalize_answer(gold);
+    !gold.is_empty() && format!(" {} ", normalize_answer(text)).contains(&format!(" {gold} "))
+}
+
+/// The first line of a reply as a reader sees it: the answer's text before its first citation mark ("[1]").
+pub fn first_line(answer: &str) -> &str {
+    let mut from = 0;
+    while let Some(open) = answer[from..].find('[').map(|i| from + i) {
+        let digits = answer[open + 1..].chars().take_while(char::is_ascii_digit).count();
+        if digits > 0 && answer[open + 1 + digits..].starts_with(']') {
+            return answer[..open].trim();
+        }
+        from = open + 1;
+    }
+    answer.trim()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_first_line_ends_at_its_first_citation() {
+        assert_eq!(first_line("One Piece [15]. Luffy is its captain [2]."), "One Piece");
+        assert_eq!(first_line("See [the book] and [x1] first [3] then"), "See [the book] and [x1] first");
+        assert_eq!(first_line("No citation at all."), "No citation at all.");
+        assert!(says_answer("Integer types default to `i32`.", "i32"));
+        assert!(!says_answer("Mexico", "Mexico City"));
+        assert!(!says_answer("anything", "the"));
+    }
 
     #[test]
     fn answers_are_scored_as_squad_scores_them() {

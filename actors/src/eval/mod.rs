@@ -26,7 +26,10 @@ use crate::{
     node::Node,
     reader,
     retrieval::Retriever,
-    stages::{intake::chain::links, synthesizer::NO_EVIDENCE},
+    stages::{
+        intake::chain::links,
+        synthesizer::{self, NO_EVIDENCE},
+    },
 };
 
 mod answers;
@@ -61,6 +64,8 @@ pub struct Scored {
     pub latency: Duration,
     /// The route intake chose (none in single-pass mode).
     pub route: Option<Route>,
+    /// What the reader read and how sure it was, given as the short answer or not (the evidence's `reader`).
+    pub reader: Option<serde_json::Value>,
     /// What the LLM cost the request (none without a model, or in single-pass mode).
     pub llm: Option<LlmSpend>,
 }
@@ -93,6 +98,19 @@ impl Scored {
         };
         let (answer, gold) = (fold(answer), fold(gold));
         Some(!gold.is_empty() && format!(" {answer} ").contains(&format!(" {gold} ")))
+    }
+    /// What the reply leads with: its short answer, else the answer's text before the first citation mark.
+    pub fn first_line(&self) -> Option<&str> {
+        self.short.as_deref().or_else(|| self.answer.as_deref().map(answers::first_line))
+    }
+    /// Whether the short answer says the gold answer; `None` without a short answer or a gold one.
+    pub fn short_right(&self) -> Option<bool> {
+        Some(answers::says_answer(self.short.as_ref()?, self.question.answer.as_ref()?))
+    }
+    /// Whether the reply's first line says the gold answer; `None` without a gold answer.
+    pub fn first_line_right(&self) -> Option<bool> {
+        let gold = self.question.answer.as_ref()?;
+        Some(self.first_line().is_some_and(|line| answers::says_answer(line, gold)))
     }
     /// Exact match and token F1 of the short answer (the whole answer when there is none) against the gold
     /// answer; `None` when the question carries no gold answer. No answer at all (a single pass whose reader
@@ -246,7 +264,8 @@ pub async fn score(
             embedding.push(started.elapsed());
         }
         let started = Instant::now();
-        let (mut route, mut answer, mut short, mut abstained, mut llm) = (None, None, None, false, None);
+        let (mut route, mut answer, mut short, mut abstained, mut llm, mut reader) =
+            (None, None, None, false, None, None);
         let (ranked, retrieved) = if single_pass {
             let hits = retriever.search(&question.question, &PayloadFilter::default(), JUDGED).await?;
             // One pass has an answer too: the same reader over the passages it found, so the loop's answers are
@@ -254,8 +273,9 @@ pub async fn score(
             let cards: Vec<Card> =
                 hits.iter().enumerate().map(|(i, h)| Card::new(i as u32 + 1, 1, h.clone())).collect();
             let window: Vec<&Card> = cards.iter().collect();
-            short = reader::read(&question.question, &window, &reader::Chain::of(links(&question.question)))
-                .map(|r| r.text);
+            let judged = reader::judge(&question.question, &window, &reader::Chain::of(links(&question.question)));
+            reader = judged.as_ref().map(synthesizer::reader_evidence);
+            short = judged.filter(|j| j.given).map(|j| j.reading.text);
             let titles = distinct(hits.iter().map(|h| &h.title));
             (titles.clone(), titles)
         } else {
@@ -269,6 +289,7 @@ pub async fn score(
                 abstained = a.warnings.iter().any(|w| w == NO_EVIDENCE);
                 answer = Some(a.answer.clone());
                 short = a.short_answer.as_ref().map(|s| s.text.clone());
+                reader = a.evidence.get("reader").cloned();
             }
             (ranked_titles(&state), retrieved_titles(&state))
         };
@@ -282,6 +303,7 @@ pub async fn score(
             latency: started.elapsed(),
             route,
             llm,
+            reader,
         });
     }
     Ok((scored, embedding))
@@ -311,6 +333,7 @@ mod tests {
             latency: Duration::ZERO,
             route: Some(Route::Enhanced),
             llm: None,
+            reader: None,
         }
     }
 

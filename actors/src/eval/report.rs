@@ -1,6 +1,7 @@
 //! The tables `sleuth eval` prints and the JSON it writes: one row per subset (all, multi-hop) and per route, with
-//! exact match, F1, recall@k, perfect retrieval@8 and latency percentiles; the LLM's spend per route; and every
-//! question's own scores.
+//! exact match, F1, the short answers' coverage and precision, the first lines that say the gold answer,
+//! recall@k, perfect retrieval@8 and latency percentiles; the LLM's spend per route; and every question's own
+//! scores.
 
 use serde_json::json;
 use sleuth_messages::{LlmSpend, Route};
@@ -15,6 +16,13 @@ pub(super) struct Row {
     /// Share of answers containing the gold answer, over the questions that carry one (none: no such question).
     pub(super) contains_gold: Option<f64>,
     pub(super) abstained: f64,
+    /// Of the short answers given to questions with a gold answer, the share that say it (none: no short answer).
+    pub(super) short_precision: Option<f64>,
+    /// Share of the questions the reply leads with a short answer for.
+    pub(super) short_coverage: f64,
+    /// Share of replies whose first line (the short answer, else the text before the first citation) says the gold
+    /// answer, over the questions that carry one.
+    pub(super) first_line: Option<f64>,
     /// Exact match and token F1 over the questions that carry a gold answer (none: no such question).
     pub(super) em: Option<f64>,
     pub(super) f1: Option<f64>,
@@ -36,6 +44,7 @@ pub(super) fn row(name: &str, items: &[&Scored]) -> Row {
     let pct = |p: f64| if lat.is_empty() { 0.0 } else { lat[((lat.len() - 1) as f64 * p).round() as usize] };
     let golds: Vec<bool> = items.iter().filter_map(|s| s.contains_gold()).collect();
     let scores: Vec<(f64, f64)> = items.iter().filter_map(|s| s.answer_score()).collect();
+    let rate = |v: Vec<bool>| (!v.is_empty()).then(|| v.iter().filter(|b| **b).count() as f64 / v.len() as f64);
     let share = |f: &dyn Fn(&(f64, f64)) -> f64| {
         (!scores.is_empty()).then(|| scores.iter().map(f).sum::<f64>() / scores.len() as f64)
     };
@@ -46,6 +55,9 @@ pub(super) fn row(name: &str, items: &[&Scored]) -> Row {
         perfect_retrieved: mean(&|s| if s.perfect_retrieved() { 1.0 } else { 0.0 }),
         contains_gold: (!golds.is_empty()).then(|| golds.iter().filter(|g| **g).count() as f64 / golds.len() as f64),
         abstained: mean(&|s| if s.abstained { 1.0 } else { 0.0 }),
+        short_precision: rate(items.iter().filter_map(|s| s.short_right()).collect()),
+        short_coverage: mean(&|s| if s.short.is_some() { 1.0 } else { 0.0 }),
+        first_line: rate(items.iter().filter_map(|s| s.first_line_right()).collect()),
         em: share(&|s| s.0),
         f1: share(&|s| s.1),
         recall: mean(&|s| s.recall(JUDGED)),
@@ -126,12 +138,16 @@ fn by_route(scored: &[Scored]) -> Vec<(String, Vec<&Scored>)> {
 pub fn render(scored: &[Scored], mode: &str) -> String {
     let mut out = format!(
         "mode: {mode}\n(perfect@8: final ranking, cited first; retrieved@8: retrieval order alone; gold: answers \
-         containing the gold answer; abstain: answers saying the corpus has nothing)\n\
-         {:<11} {:>4} {:>6} {:>6} {:>10} {:>12} {:>9} {:>9} {:>9} {:>8} {:>7} {:>6} {:>8} {:>8} {:>8}\n",
+         containing the gold answer; abstain: answers saying the corpus has nothing; short: share of replies \
+         with a short answer; short ok: share of those that say the gold answer; line 1: first lines that say it)\n\
+         {:<11} {:>4} {:>6} {:>6} {:>6} {:>8} {:>6} {:>10} {:>12} {:>9} {:>9} {:>9} {:>8} {:>7} {:>6} {:>8} {:>8} {:>8}\n",
         "subset",
         "n",
         "EM",
         "F1",
+        "short",
+        "short ok",
+        "line 1",
         "perfect@8",
         "retrieved@8",
         "recall@2",
@@ -147,11 +163,14 @@ pub fn render(scored: &[Scored], mode: &str) -> String {
     let opt = |v: Option<f64>| v.map_or_else(|| "-".to_string(), |g| format!("{g:.3}"));
     for r in rows(scored) {
         out.push_str(&format!(
-            "{:<11} {:>4} {:>6} {:>6} {:>10.3} {:>12.3} {:>9.3} {:>9.3} {:>9.3} {:>8.3} {:>7.3} {:>6} {:>8.3} {:>8.1} {:>8.1}\n",
+            "{:<11} {:>4} {:>6} {:>6} {:>6.3} {:>8} {:>6} {:>10.3} {:>12.3} {:>9.3} {:>9.3} {:>9.3} {:>8.3} {:>7.3} {:>6} {:>8.3} {:>8.1} {:>8.1}\n",
             r.name,
             r.n,
             opt(r.em),
             opt(r.f1),
+            r.short_coverage,
+            opt(r.short_precision),
+            opt(r.first_line),
             r.perfect,
             r.perfect_retrieved,
             r.recall2,
@@ -212,7 +231,7 @@ pub fn render(scored: &[Scored], mode: &str) -> String {
 pub fn to_json(scored: &[Scored], mode: &str) -> serde_json::Value {
     let subsets: Vec<_> = rows(scored)
         .into_iter()
-        .map(|r| json!({"subset": r.name, "n": r.n, "exact_match": r.em, "f1": r.f1, "recall_at_2": r.recall2, "recall_at_5": r.recall5, "all_gold_at_5": r.all_gold5, "perfect_retrieval_at_8": r.perfect, "perfect_retrieval_at_8_retrieval_order": r.perfect_retrieved, "answer_contains_gold": r.contains_gold, "abstention_rate": r.abstained, "recall_at_8": r.recall, "mrr_at_10": r.mrr, "latency_p50_ms": r.p50, "latency_p95_ms": r.p95}))
+        .map(|r| json!({"subset": r.name, "n": r.n, "exact_match": r.em, "f1": r.f1, "recall_at_2": r.recall2, "recall_at_5": r.recall5, "all_gold_at_5": r.all_gold5, "perfect_retrieval_at_8": r.perfect, "perfect_retrieval_at_8_retrieval_order": r.perfect_retrieved, "answer_contains_gold": r.contains_gold, "short_answer_precision": r.short_precision, "short_answer_coverage": r.short_coverage, "first_line_contains_gold": r.first_line, "abstention_rate": r.abstained, "recall_at_8": r.recall, "mrr_at_10": r.mrr, "latency_p50_ms": r.p50, "latency_p95_ms": r.p95}))
         .collect();
     let routes: Vec<_> = route_rows(scored)
         .into_iter()
@@ -227,7 +246,7 @@ pub fn to_json(scored: &[Scored], mode: &str) -> serde_json::Value {
         .map(|s| {
             let route = s.route.map(|r| format!("{r:?}").to_lowercase());
             let score = s.answer_score();
-            json!({"id": s.question.id, "route": route, "perfect": s.perfect(), "perfect_retrieval_order": s.perfect_retrieved(), "missing": s.missing(), "ranked": s.judged(), "answer": s.short.as_ref().or(s.answer.as_ref()), "answer_text": s.answer, "gold_answer": s.question.answer, "exact_match": score.map(|x| x.0), "f1": score.map(|x| x.1), "contains_gold": s.contains_gold(), "abstained": s.abstained, "latency_ms": s.latency.as_secs_f64() * 1000.0, "llm": s.llm.as_ref().map(|l| json!({"calls": l.calls, "input_tokens": l.input_tokens, "output_tokens": l.output_tokens, "repairs": l.repairs, "fallbacks": l.fallbacks}))})
+            json!({"id": s.question.id, "route": route, "perfect": s.perfect(), "perfect_retrieval_order": s.perfect_retrieved(), "missing": s.missing(), "ranked": s.judged(), "answer": s.short.as_ref().or(s.answer.as_ref()), "answer_text": s.answer, "short_answer": s.short, "first_line": s.first_line(), "short_right": s.short_right(), "first_line_contains_gold": s.first_line_right(), "reader": s.reader, "gold_answer": s.question.answer, "exact_match": score.map(|x| x.0), "f1": score.map(|x| x.1), "contains_gold": s.contains_gold(), "abstained": s.abstained, "latency_ms": s.latency.as_secs_f64() * 1000.0, "llm": s.llm.as_ref().map(|l| json!({"calls": l.calls, "input_tokens": l.input_tokens, "output_tokens": l.output_tokens, "repairs": l.repairs, "fallbacks": l.fallbacks}))})
         })
         .collect();
     json!({"mode": mode, "subsets": subsets, "routes": routes, "llm": llm, "questions": questions})

@@ -1,11 +1,12 @@
-//! Document ingestion: reads JSONL `{id,title,text,metadata}`, Markdown and plain text, chunks by tokens with
-//! overlap (each chunk carries its document's title and readers), embeds in batches, and upserts idempotently by
-//! content hash. A JSONL line may name its `owner` tenant and reader `groups` (`crate::access`); a document
+//! Document ingestion: reads JSONL `{id,title,text,metadata}`, Markdown (as the text a person reads,
+//! `markdown.rs`) and plain text, chunks by tokens with overlap (each chunk carries its document's title and
+//! readers), embeds in batches, and upserts idempotently by content hash. A JSONL line may name its `owner` tenant and reader `groups` (`crate::access`); a document
 //! without an owner is shared with every tenant.
 
 pub mod chunk;
 pub mod graph;
 pub mod links;
+pub mod markdown;
 pub mod target;
 
 use std::{
@@ -137,13 +138,18 @@ pub fn parse_jsonl(source: &str, text: &str) -> anyhow::Result<Vec<Document>> {
     Ok(docs)
 }
 
-/// A Markdown file as one document: its first `# ` heading is the title, else the file's stem.
+/// A Markdown file as one document, rendered as a person reads it ([`markdown::render`]): its first level-one
+/// heading is the title, else its first heading, else the file's stem.
 pub fn parse_markdown(id: &str, stem: &str, text: String) -> Document {
-    let title = text
-        .lines()
-        .find_map(|l| l.strip_prefix("# ").map(|t| t.trim().to_string()))
-        .unwrap_or_else(|| stem.to_string());
-    Document { id: id.to_string(), title, text, metadata: JsonMap::new(), ownership: Ownership::shared() }
+    let rendered = markdown::render(&text);
+    let title = rendered.title.unwrap_or_else(|| stem.to_string());
+    Document {
+        id: id.to_string(),
+        title,
+        text: rendered.text,
+        metadata: JsonMap::new(),
+        ownership: Ownership::shared(),
+    }
 }
 
 fn read_file(path: &Path) -> anyhow::Result<Vec<Document>> {

@@ -243,6 +243,7 @@ fn written(state: &LoopState, base: AgentResponse, draft: DraftAnswer, reason: T
             text: short.trim_end_matches('.').to_string(),
             kind: reader::asked::asked(&state.analysis.rewritten).kind,
             cards,
+            score: 1.0,
         })
     });
     let (prose, cited) = match &reading {

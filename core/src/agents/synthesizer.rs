@@ -5,8 +5,9 @@
 use std::sync::LazyLock;
 
 use regex::Regex;
+use serde_json::Value;
 use sleuth_messages::{
-    Action, AgentResponse, Card, Citation, EntityRef, JsonMap, LoopState, ShortAnswer, TerminationReason,
+    Action, AgentResponse, AnswerKind, Card, Citation, EntityRef, JsonMap, LoopState, ShortAnswer, TerminationReason,
 };
 
 use super::entity_answer::EntityAnswer;
@@ -47,9 +48,14 @@ pub fn verify_citations(answer: &str, cards: &[Card]) -> (String, usize) {
 }
 
 /// How well a sentence answers: question words it contains, entities it names, and a bonus when its card is
-/// about one of the question's entities.
+/// about one of the question's entities. Code is never the answering sentence.
 fn sentence_score(sentence: &str, card: &Card, stems: &[&str], entities: &[String]) -> f32 {
+    // A code block (fenced at ingestion, `ingest/markdown.rs`) illustrates and a heading names a topic; neither
+    // says the answer.
     let tokens = text::tokens(sentence);
+    if sentence.starts_with("```") || is_heading(sentence, &tokens) {
+        return 0.0;
+    }
     let matched = stems.iter().filter(|s| tokens.iter().any(|t| text::stem(t) == **s)).count() as f32;
     let named = entities.iter().filter(|e| text::mentions(sentence, e)).count() as f32;
     let about = entities.iter().any(|e| text::mentions(&card.hit.title, e) || text::mentions(e, &card.hit.title));
@@ -57,6 +63,11 @@ fn sentence_score(sentence: &str, card: &Card, stems: &[&str], entities: &[Strin
         return 0.0;
     }
     matched + named + if about { 1.5 } else { 0.0 }
+}
+
+/// A short line with no full stop: a heading, a caption, a menu entry ("Integer Types", "Listing 7-11").
+fn is_heading(sentence: &str, tokens: &[String]) -> bool {
+    tokens.len() <= 8 && !sentence.trim_end().ends_with(['.', '!', '?', ':', ';', ')', '"', '”'])
 }
 
 /// The extractive answer for the state's evidence.
@@ -95,7 +106,15 @@ pub fn synthesize(state: &LoopState, types: &crate::entity_types::EntityTypes) -
     // cites is what the request reports as its best passages.
     let window = answer_window(state);
     if let Some(found) = super::entity_answer::entity_answer(state, types) {
-        let reading = read(state, &window);
+        // The graph shows a reading that names an entity its traversal reached as the answer: that is given too.
+        let reading = judge(state, &window, &mut evidence)
+            .filter(|j| j.given || graph_shows(state, &found, &j.reading))
+            .map(|j| j.reading);
+        if reading.is_some()
+            && let Some(Value::Object(judged)) = evidence.get_mut("reader")
+        {
+            judged.insert("given".into(), true.into());
+        }
         return with_short_answer(entity_response(state, found, reading.as_ref(), evidence, reason), reading.as_ref());
     }
     let uncovered = super::coverage::uncovered(state, &window);
@@ -153,9 +172,25 @@ pub fn synthesize(state: &LoopState, types: &crate::entity_types::EntityTypes) -
         let first = text::sentences(&card.hit.text).first().copied().unwrap_or(card.hit.text.as_str());
         best.push((0.0, card, first));
     }
-    best.sort_by_key(|(_, card, _)| card.n);
-
-    let reading = read(state, &window);
+    let judged = judge(state, &window, &mut evidence);
+    let reading = judged.as_ref().filter(|j| j.given).map(|j| j.reading.clone());
+    // A reading of a typed kind (a person, a place, a date, a number) not sure enough to be the short answer still
+    // found where the evidence states the asked relation's value: that sentence leads the reply, not a guess.
+    // Other kinds are names picked from any sentence, and the sentence that matches the question best leads.
+    let typed = |j: &&reader::Judged<'_>| {
+        matches!(j.reading.kind, AnswerKind::Person | AnswerKind::Place | AnswerKind::Date | AnswerKind::Number)
+    };
+    if reading.is_none()
+        && let Some((card, sentence)) = judged.as_ref().filter(typed).and_then(|j| reader::source_sentence(&j.reading))
+        && !is_heading(sentence, &text::tokens(sentence))
+    {
+        best.retain(|(_, c, s)| !(c.n == card.n && *s == sentence));
+        best.insert(0, (f32::MAX, card, sentence));
+    }
+    // Quoted in the cards' order; without a short answer the sentence that answers best leads the reply (`best` is
+    // still best first here), so a reply's first line is never a guess and never a lesser sentence.
+    let quoted_from = usize::from(reading.is_none()).min(best.len());
+    best[quoted_from..].sort_by_key(|(_, card, _)| card.n);
     let mut answer = String::new();
     if reason.is_cap() {
         answer.push_str(&format!("Best available answer (stopped early: {}). ", reason.as_str()));
@@ -171,9 +206,31 @@ pub fn synthesize(state: &LoopState, types: &crate::entity_types::EntityTypes) -
     with_short_answer(cited_response(state, answer.trim(), &cited, evidence, reason), reading.as_ref())
 }
 
-/// The deterministic reader's answer to the request's question, from the final ranking's head.
-fn read<'a>(state: &LoopState, window: &[&'a Card]) -> Option<Reading<'a>> {
-    reader::read(question(state), window, &chain(state))
+/// Whether a reading names an entity the graph reached as the answer (a result entity, by its card's title).
+fn graph_shows(state: &LoopState, found: &EntityAnswer<'_>, reading: &Reading<'_>) -> bool {
+    let asked = reader::fold(&reading.text);
+    found.result_entities.iter().any(|entity| {
+        state.cards.iter().any(|c| c.hit.doc_id == entity.id && reader::fold(reader::subject(&c.hit.title)) == asked)
+    })
+}
+
+/// The reader's best reading and whether it is given, recorded in the evidence.
+fn judge<'a>(state: &LoopState, window: &[&'a Card], evidence: &mut JsonMap) -> Option<reader::Judged<'a>> {
+    let judged = reader::judge(question(state), window, &chain(state))?;
+    evidence.insert("reader".into(), reader_evidence(&judged));
+    Some(judged)
+}
+
+/// The reader's judgement as evidence: `{"reading", "kind", "score", "margin", "given"}`.
+pub fn reader_evidence(judged: &reader::Judged<'_>) -> serde_json::Value {
+    let round = |x: f32| (x * 1000.0).round() / 1000.0;
+    serde_json::json!({
+        "reading": judged.reading.text,
+        "kind": judged.reading.kind,
+        "score": round(judged.reading.score),
+        "margin": round(judged.margin),
+        "given": judged.given,
+    })
 }
 
 /// The request's chain as the reader follows it: its links, and the bridges its hops were searched with.

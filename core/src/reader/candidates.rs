@@ -4,6 +4,8 @@
 
 use sleuth_messages::{AnswerKind, Card};
 
+use crate::text;
+
 use super::{Reading, asked, chain::Chain, compare, extract::extract};
 
 /// Reads the answer to `question` from `window` (the final ranking's head, best first), along `chain`. `None`
@@ -25,12 +27,14 @@ pub fn candidates<'a>(question: &str, window: &[&'a Card], chain: &Chain, k: usi
         AnswerKind::YesNo => compare::yes_no(&a, window)
             .map(|r| {
                 let other = if r.text == "yes" { "no" } else { "yes" };
-                let flip = Reading { text: other.into(), kind: r.kind, cards: r.cards.clone() };
+                let flip = Reading { text: other.into(), kind: r.kind, cards: r.cards.clone(), score: 0.0 };
                 vec![r, flip]
             })
             .unwrap_or_default(),
         _ => extract(&a, question, window, chain, k),
     };
+    // No markup in an answer: a span with a tag or a link in it is the source, not the text, and is not offered.
+    found.retain_mut(|r| text::plain_span(&r.text).map(|plain| r.text = plain).is_some());
     found.truncate(k);
     found
 }

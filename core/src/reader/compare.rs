@@ -194,7 +194,7 @@ pub fn choose<'a>(a: &Asked, window: &[&'a Card]) -> Option<Reading<'a>> {
             }
         }
     }
-    Some(Reading { text: pick.0.clone(), kind: AnswerKind::Choice, cards })
+    Some(Reading { text: pick.0.clone(), kind: AnswerKind::Choice, cards, score: 1.0 })
 }
 
 /// A comparison's options as answers: the one [`choose`] picks first, then the other, each cited by its card.
@@ -206,7 +206,7 @@ pub fn options<'a>(a: &Asked, window: &[&'a Card]) -> Vec<Reading<'a>> {
             continue;
         }
         if let Some(card) = option_card(window, option) {
-            found.push(Reading { text: option.clone(), kind: AnswerKind::Choice, cards: vec![card] });
+            found.push(Reading { text: option.clone(), kind: AnswerKind::Choice, cards: vec![card], score: 0.0 });
         }
     }
     found
@@ -245,5 +245,5 @@ pub fn yes_no<'a>(a: &Asked, window: &[&'a Card]) -> Option<Reading<'a>> {
             cues.iter().all(|q| words.iter().any(|w| same_word(w, q)))
         })
     };
-    Some(Reading { text: if yes { "yes" } else { "no" }.into(), kind: AnswerKind::YesNo, cards })
+    Some(Reading { text: if yes { "yes" } else { "no" }.into(), kind: AnswerKind::YesNo, cards, score: 1.0 })
 }

@@ -126,6 +126,28 @@ fn is_noise(span: &str) -> bool {
         "since",
         "following",
         "according",
+        // Words that open a sentence to join it to the last one: "Therefore", "Instead".
+        "therefore",
+        "thus",
+        "hence",
+        "moreover",
+        "furthermore",
+        "otherwise",
+        "instead",
+        "meanwhile",
+        "nevertheless",
+        "nonetheless",
+        "consequently",
+        "finally",
+        "additionally",
+        "similarly",
+        "likewise",
+        "indeed",
+        "here",
+        "there",
+        "then",
+        "now",
+        "note",
         // A company's or a person's suffix alone: "Inc" in "Cartoon Network, Inc".
         "inc",
         "ltd",
@@ -169,6 +191,13 @@ struct Tally<'a> {
     about: Option<(f32, &'a Card)>,
     /// A date's value, when the candidate is one.
     date: Option<spans::DateValue>,
+}
+
+impl Tally<'_> {
+    /// Its best place's score, and a little for each other place that says it.
+    fn total(&self) -> f32 {
+        self.best + 0.3 * (self.seen as f32 - 1.0).min(3.0)
+    }
 }
 
 /// Whether date `fuller` says all that `less` does and more: "16 August 1967" for "1967" or "August 1967".
@@ -439,7 +468,7 @@ pub(super) fn extract<'a>(a: &Asked, question: &str, window: &[&'a Card], chain:
         }
     }
     merge_dates(&mut tally);
-    let total = |t: &Tally| t.best + 0.3 * (t.seen as f32 - 1.0).min(3.0);
+    let total = Tally::total;
     // Best first; among equals the later found, as the reader has always chosen.
     tally.reverse();
     tally.sort_by(|x, y| total(y).total_cmp(&total(x)));
@@ -473,5 +502,5 @@ fn answer_of<'a>(a: &Asked, best: &Tally<'a>) -> Reading<'a> {
         _ => best.text.clone(),
     };
     let card = best.about.map_or(best.card, |(_, c)| c);
-    Reading { text, kind: a.kind, cards: vec![card] }
+    Reading { text, kind: a.kind, cards: vec![card], score: best.total() }
 }

@@ -8,6 +8,7 @@ pub mod asked;
 mod candidates;
 mod chain;
 mod compare;
+mod confidence;
 mod descriptions;
 mod extract;
 mod fit;
@@ -20,6 +21,7 @@ use sleuth_messages::{AnswerKind, Card};
 pub use self::{
     candidates::{candidates, read},
     chain::{Bridge, Chain, depths},
+    confidence::{Judged, judge, source_sentence},
     words::{card_named, fold, same_word, subject},
 };
 
@@ -29,6 +31,9 @@ pub struct Reading<'a> {
     pub text: String,
     pub kind: AnswerKind,
     pub cards: Vec<&'a Card>,
+    /// How strongly the evidence points at it, on the reader's own scale (see `confidence.rs`); a comparison's
+    /// pick is 1 and the option it did not pick 0.
+    pub score: f32,
 }
 
 #[cfg(test)]

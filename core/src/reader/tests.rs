@@ -465,3 +465,25 @@ fn a_card_s_subject_is_answered_by_its_title_when_its_text_opens_with_another_fo
     assert_eq!(text, "Eddie \"The Eagle\" Edwards");
     assert_eq!(cited, [1]);
 }
+
+#[test]
+fn a_span_is_withheld_but_its_sentence_is_found_and_a_choice_is_given() {
+    let cards = [
+        card(1, "The Quiet Hour", "The Quiet Hour is a 1971 Canadian drama film directed by Jean Dupont."),
+        card(2, "Jean Dupont", "Jean Dupont was a film director. He was born on 3 March 1920 in Montreal, Quebec."),
+    ];
+    let window: Vec<&Card> = cards.iter().collect();
+    let judged = judge("Where was the director of film The Quiet Hour born?", &window, &Chain::of(1)).unwrap();
+    assert_eq!(judged.reading.text, "Montreal, Quebec");
+    assert!(!judged.given, "a span read from a sentence is not yet a short answer the reader can show");
+    let (source, sentence) = source_sentence(&judged.reading).unwrap();
+    assert_eq!((source.n, sentence), (2, "He was born on 3 March 1920 in Montreal, Quebec."));
+
+    let cards = [
+        card(1, "Ann Lee", "Ann Lee (born 4 May 1950) is an English painter."),
+        card(2, "Bo Ek", "Bo Ek (born 9 June 1961) is a Swedish painter."),
+    ];
+    let window: Vec<&Card> = cards.iter().collect();
+    let judged = judge("Who was born first, Ann Lee or Bo Ek?", &window, &Chain::of(0)).unwrap();
+    assert_eq!((judged.reading.text.as_str(), judged.given), ("Ann Lee", true), "a choice decided from the values");
+}

@@ -1,0 +1,198 @@
+//! Markdown as a person reads it: the text of each block as its own paragraph, with no link syntax, HTML tags or
+//! images; headings, list items and table rows as paragraphs of their own, each row with its table's header; code
+//! blocks kept whole and fenced, so a reader can tell code from prose.
+
+use pulldown_cmark::{Event, HeadingLevel, Options, Parser, Tag, TagEnd};
+
+/// A Markdown file as text: its title (the first level-one heading, else the first heading: a book's chapter files
+/// often open at level two) when it has one, and its paragraphs separated by blank lines.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Rendered {
+    pub title: Option<String>,
+    pub text: String,
+}
+
+/// Where the renderer is: what the text it receives belongs to.
+#[derive(Default)]
+struct Renderer {
+    paragraphs: Vec<String>,
+    /// The block being written.
+    current: String,
+    title: Option<String>,
+    /// Whether `title` is a level-one heading (else the first heading, until a level-one heading comes).
+    h1: bool,
+    /// Inside an image: its alt text is not the page's text.
+    image: usize,
+    /// Inside a code block: kept verbatim.
+    code: Option<String>,
+    /// The table's header cells, and the row being read.
+    header: Vec<String>,
+    row: Vec<String>,
+    in_head: bool,
+    metadata: bool,
+}
+
+impl Renderer {
+    fn flush(&mut self) {
+        let text = self.current.split_whitespace().collect::<Vec<_>>().join(" ");
+        self.current.clear();
+        if !text.is_empty() {
+            self.paragraphs.push(text);
+        }
+    }
+
+    fn push(&mut self, text: &str) {
+        if self.image > 0 || self.metadata {
+            return;
+        }
+        match &mut self.code {
+            Some(code) => code.push_str(text),
+            None => self.current.push_str(text),
+        }
+    }
+
+    fn start(&mut self, tag: Tag<'_>) {
+        match tag {
+            Tag::Heading { .. } => self.flush(),
+            Tag::CodeBlock(_) => {
+                self.flush();
+                self.code = Some(String::new());
+            }
+            Tag::Image { .. } => self.image += 1,
+            Tag::MetadataBlock(_) => self.metadata = true,
+            Tag::TableHead => {
+                self.flush();
+                self.in_head = true;
+                self.header.clear();
+            }
+            Tag::TableRow => self.row.clear(),
+            Tag::Paragraph
+            | Tag::Item
+            | Tag::BlockQuote(_)
+            | Tag::FootnoteDefinition(_)
+            | Tag::DefinitionListTitle
+            | Tag::DefinitionListDefinition
+            | Tag::HtmlBlock
+            | Tag::TableCell => self.flush(),
+            _ => {}
+        }
+    }
+
+    fn end(&mut self, tag: TagEnd) {
+        match tag {
+            TagEnd::Heading(level) => {
+                let text = self.current.split_whitespace().collect::<Vec<_>>().join(" ");
+                if !text.is_empty() && (self.title.is_none() || level == HeadingLevel::H1 && !self.h1) {
+                    self.h1 = level == HeadingLevel::H1;
+                    self.title = Some(text);
+                }
+                self.flush();
+            }
+            TagEnd::CodeBlock => {
+                if let Some(code) = self.code.take() {
+                    let code = code.trim_end();
+                    if !code.trim().is_empty() {
+                        self.paragraphs.push(format!("```\n{code}\n```"));
+                    }
+                }
+            }
+            TagEnd::Image => self.image = self.image.saturating_sub(1),
+            TagEnd::MetadataBlock(_) => self.metadata = false,
+            TagEnd::TableCell => {
+                let cell = self.current.split_whitespace().collect::<Vec<_>>().join(" ");
+                self.current.clear();
+                if self.in_head { self.header.push(cell) } else { self.row.push(cell) }
+            }
+            TagEnd::TableHead => self.in_head = false,
+            TagEnd::TableRow => {
+                let cells: Vec<String> = self
+                    .row
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, cell)| !cell.is_empty())
+                    .map(|(i, cell)| match self.header.get(i).filter(|h| !h.is_empty()) {
+                        Some(head) => format!("{head}: {cell}"),
+                        None => cell.clone(),
+                    })
+                    .collect();
+                if !cells.is_empty() {
+                    let row = cells.join("; ");
+                    let end = if row.ends_with(['.', '!', '?']) { "" } else { "." };
+                    self.paragraphs.push(format!("{row}{end}"));
+                }
+                self.row.clear();
+            }
+            TagEnd::Paragraph
+            | TagEnd::Item
+            | TagEnd::BlockQuote(_)
+            | TagEnd::FootnoteDefinition
+            | TagEnd::DefinitionListTitle
+            | TagEnd::DefinitionListDefinition
+            | TagEnd::HtmlBlock
+            | TagEnd::Table => self.flush(),
+            _ => {}
+        }
+    }
+}
+
+/// Renders Markdown to the text a person reads (see the module's doc).
+pub fn render(markdown: &str) -> Rendered {
+    let options = Options::ENABLE_TABLES
+        | Options::ENABLE_FOOTNOTES
+        | Options::ENABLE_STRIKETHROUGH
+        | Options::ENABLE_TASKLISTS
+        | Options::ENABLE_HEADING_ATTRIBUTES
+        | Options::ENABLE_YAML_STYLE_METADATA_BLOCKS
+        | Options::ENABLE_DEFINITION_LIST;
+    let mut r = Renderer::default();
+    for event in Parser::new_ext(markdown, options) {
+        match event {
+            Event::Start(tag) => r.start(tag),
+            Event::End(tag) => r.end(tag),
+            Event::Text(text) | Event::Code(text) | Event::InlineMath(text) | Event::DisplayMath(text) => r.push(&text),
+            Event::SoftBreak | Event::HardBreak => r.push(if r.code.is_some() { "\n" } else { " " }),
+            // HTML is markup, not text: a `<span class="filename">` wrapper's text comes as text events of its own.
+            Event::Html(_) | Event::InlineHtml(_) | Event::FootnoteReference(_) | Event::TaskListMarker(_) => {}
+            Event::Rule => r.flush(),
+        }
+    }
+    r.flush();
+    let text = r.paragraphs.join("\n\n");
+    Rendered { title: r.title, text: html_escape::decode_html_entities(&text).into_owned() }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn links_images_and_html_leave_only_their_text() {
+        let md = "# The Guide\n\nSee [the keyword](ch07-04-use.html) and ![logo](img/logo.svg) here.\n\n\
+                  <span class=\"caption\">Listing 1</span>: a *short* `fn main` &amp; more.\n";
+        let r = render(md);
+        assert_eq!(r.title.as_deref(), Some("The Guide"));
+        assert_eq!(r.text, "The Guide\n\nSee the keyword and here.\n\nListing 1: a short fn main & more.");
+    }
+
+    #[test]
+    fn headings_items_and_rows_are_paragraphs_and_code_is_fenced_whole() {
+        let md = "## Integer Types\nInteger types default to `i32`.\n\n- one item\n- another\n\n\
+                  | Option | Default |\n|---|---|\n| retries | 3 |\n| `max_body_size` | 1 MiB |\n\n\
+                  ```rust\nfn main() {\n    let x = 5;\n}\n```\n";
+        let r = render(md);
+        assert_eq!(r.title.as_deref(), Some("Integer Types"), "no level-one heading: the first heading");
+        let paragraphs: Vec<&str> = r.text.split("\n\n").collect();
+        assert_eq!(
+            paragraphs,
+            [
+                "Integer Types",
+                "Integer types default to i32.",
+                "one item",
+                "another",
+                "Option: retries; Default: 3.",
+                "Option: max_body_size; Default: 1 MiB.",
+                "```\nfn main() {\n    let x = 5;\n}\n```",
+            ]
+        );
+    }
+}
