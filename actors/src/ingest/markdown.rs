@@ -33,9 +33,15 @@ struct Renderer {
 }
 
 impl Renderer {
-    fn flush(&mut self) {
+    /// The block written so far, its white space collapsed; the block is emptied.
+    fn take(&mut self) -> String {
         let text = self.current.split_whitespace().collect::<Vec<_>>().join(" ");
         self.current.clear();
+        text
+    }
+
+    fn flush(&mut self) {
+        let text = self.take();
         if !text.is_empty() {
             self.paragraphs.push(text);
         }
@@ -81,12 +87,15 @@ impl Renderer {
     fn end(&mut self, tag: TagEnd) {
         match tag {
             TagEnd::Heading(level) => {
-                let text = self.current.split_whitespace().collect::<Vec<_>>().join(" ");
-                if !text.is_empty() && (self.title.is_none() || level == HeadingLevel::H1 && !self.h1) {
-                    self.h1 = level == HeadingLevel::H1;
-                    self.title = Some(text);
+                let text = self.take();
+                if text.is_empty() {
+                    return;
                 }
-                self.flush();
+                if self.title.is_none() || level == HeadingLevel::H1 && !self.h1 {
+                    self.h1 = level == HeadingLevel::H1;
+                    self.title = Some(text.clone());
+                }
+                self.paragraphs.push(text);
             }
             TagEnd::CodeBlock => {
                 if let Some(code) = self.code.take() {
@@ -99,8 +108,7 @@ impl Renderer {
             TagEnd::Image => self.image = self.image.saturating_sub(1),
             TagEnd::MetadataBlock(_) => self.metadata = false,
             TagEnd::TableCell => {
-                let cell = self.current.split_whitespace().collect::<Vec<_>>().join(" ");
-                self.current.clear();
+                let cell = self.take();
                 if self.in_head { self.header.push(cell) } else { self.row.push(cell) }
             }
             TagEnd::TableHead => self.in_head = false,

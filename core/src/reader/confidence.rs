@@ -23,7 +23,7 @@ pub fn judge<'a>(question: &str, window: &[&'a Card], chain: &Chain) -> Option<J
     let mut found = candidates(question, window, chain, 2).into_iter();
     let reading = found.next()?;
     let margin = reading.score - found.next().map_or(0.0, |r| r.score);
-    let given = confident(&reading, margin);
+    let given = confident(&reading);
     Some(Judged { reading, margin, given })
 }
 
@@ -32,7 +32,7 @@ pub fn judge<'a>(question: &str, window: &[&'a Card], chain: &Chain) -> Option<J
 /// (choice) and 0.77 (yes/no) of the time; spans 0.25 (date 0.50, place 0.27, person 0.15), and no bar on their
 /// score or on their lead over the runner-up (`margin`, kept for the evidence) made them right more than half the
 /// time on more than 2% of the questions. So a span is not given until the reader can show one.
-fn confident(reading: &Reading<'_>, _margin: f32) -> bool {
+fn confident(reading: &Reading<'_>) -> bool {
     matches!(reading.kind, AnswerKind::Choice | AnswerKind::YesNo)
 }
 
