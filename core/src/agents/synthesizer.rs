@@ -221,15 +221,25 @@ fn judge<'a>(state: &LoopState, window: &[&'a Card], evidence: &mut JsonMap) -> 
     Some(judged)
 }
 
-/// The reader's judgement as evidence: `{"reading", "kind", "score", "margin", "given"}`.
+/// The reader's judgement as evidence: `{"reading", "kind", "score", "margin", "given", "walk"}`; the walk as
+/// `{"path": [titles], "followed", "links", "end": {"reading", "gap"}}`.
 pub fn reader_evidence(judged: &reader::Judged<'_>) -> serde_json::Value {
     let round = |x: f32| (x * 1000.0).round() / 1000.0;
+    let walk = judged.walk.as_ref().map(|w| {
+        serde_json::json!({
+            "path": w.path.iter().map(|c| c.hit.title.as_str()).collect::<Vec<_>>(),
+            "followed": w.followed,
+            "links": w.links,
+            "end": w.end.as_ref().map(|(r, gap)| serde_json::json!({"reading": r.text, "gap": gap})),
+        })
+    });
     serde_json::json!({
         "reading": judged.reading.text,
         "kind": judged.reading.kind,
         "score": round(judged.reading.score),
         "margin": round(judged.margin),
         "given": judged.given,
+        "walk": walk,
     })
 }
 

@@ -13,8 +13,10 @@ const CLAUSE_OPENERS: &[&str] = &["where", "that", "which", "who", "whom"];
 /// Prepositions that may stand before "which" or "whom": "the city *in which* X was born".
 const CLAUSE_PREPOSITIONS: &[&str] = &["in", "at", "on", "from", "for", "by", "with", "to", "of"];
 
+/// A word without punctuation around it or a possessive after it: "father's" is "father".
 fn bare(w: &str) -> String {
-    w.trim_matches(|c: char| !c.is_alphanumeric()).to_lowercase()
+    let w = w.trim_matches(|c: char| !c.is_alphanumeric());
+    w.strip_suffix("'s").or_else(|| w.strip_suffix("’s")).unwrap_or(w).to_lowercase()
 }
 
 fn is_name_word(raw: &str, name_words: &[String]) -> bool {

@@ -35,7 +35,7 @@ fn life_dash(before: &str, word: &str) -> Option<&'static str> {
 }
 
 /// Byte offsets of the question's cue words in a sentence.
-fn cue_positions(sentence: &str, cues: &[String]) -> Vec<(usize, usize)> {
+pub(super) fn cue_positions(sentence: &str, cues: &[String]) -> Vec<(usize, usize)> {
     let mut out = Vec::new();
     let mut offset = 0;
     for word in sentence.split_inclusive(|c: char| !c.is_alphanumeric()) {

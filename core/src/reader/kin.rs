@@ -34,6 +34,35 @@ fn kin(cue: &str) -> Option<&'static (&'static str, Option<Sex>, &'static [&'sta
     KIN.iter().find(|(noun, _, _)| *noun == cue || *noun == singular)
 }
 
+/// Relatives English names in one word beyond parents, children, spouses and siblings.
+const FAR_RELATIVES: &[&str] = &[
+    "uncle",
+    "aunt",
+    "nephew",
+    "niece",
+    "cousin",
+    "grandfather",
+    "grandmother",
+    "grandparent",
+    "grandson",
+    "granddaughter",
+    "grandchild",
+    "stepfather",
+    "stepmother",
+    "stepson",
+    "stepdaughter",
+];
+
+/// Whether a word names a relative.
+pub fn is_relative(word: &str) -> bool {
+    is_near_relative(word) || FAR_RELATIVES.iter().any(|r| *r == word || r.to_string() + "s" == word)
+}
+
+/// Whether a word names a parent, a child, a spouse or a sibling: a relative a card names directly.
+pub fn is_near_relative(word: &str) -> bool {
+    kin(word).is_some()
+}
+
 /// An in-law ("mother-in-law") is a relative through a spouse: neither the kinship its first word names nor
 /// said by the same words.
 fn in_law(cues: &[String]) -> bool {

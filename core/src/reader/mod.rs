@@ -14,6 +14,7 @@ mod extract;
 mod fit;
 mod kin;
 pub mod spans;
+mod walk;
 mod words;
 
 use sleuth_messages::{AnswerKind, Card};
@@ -22,6 +23,7 @@ pub use self::{
     candidates::{candidates, read},
     chain::{Bridge, Chain, depths},
     confidence::{Judged, judge, source_sentence},
+    walk::Walk,
     words::{card_named, fold, same_word, subject},
 };
 
