@@ -18,8 +18,10 @@ pub fn is_inbox(subject: &str, prefixes: &[String]) -> bool {
     well_formed && prefixes.iter().any(|p| subject.strip_prefix(p.as_str()).is_some_and(|rest| !rest.is_empty()))
 }
 
-/// Connects to NATS with the process name visible in `nats server report connections`. Credentials may be in
-/// the URL (`nats://planner:secret@nats:4222`). Permission violations the server reports are kept for
+/// Connects to NATS with the process name visible in `nats server report connections`. `url` may list a
+/// cluster's servers, comma-separated (`nats://a:4222,nats://b:4222`), as every NATS client takes them: the
+/// client connects to one and fails over to the others. Credentials may be in the URL
+/// (`nats://planner:secret@nats:4222`). Permission violations the server reports are kept for
 /// [`explain`], because a request it refused otherwise only times out.
 pub async fn connect(url: &str, name: &str) -> Result<async_nats::Client, BusError> {
     let (servers, credentials) = split_credentials(url);
@@ -38,19 +40,21 @@ pub async fn connect(url: &str, name: &str) -> Result<async_nats::Client, BusErr
                 *REFUSED.lock().unwrap_or_else(|e| e.into_inner()) = Some((std::time::Instant::now(), message));
             }
         })
-        .connect(servers.as_str())
+        .connect(servers)
         .await
         .map_err(|e| {
             BusError::Unavailable(format!("cannot connect to nats at {}: {e}", crate::secrets::redact_url(url)))
         })
 }
 
-/// The server list without credentials, and the credentials of the URL: `user:password@` or `token@`.
-/// async-nats ignores credentials in a URL, so they are taken out and passed as options.
-fn split_credentials(url: &str) -> (String, Option<(String, Option<String>)>) {
+/// The servers of a comma-separated list without credentials, and the credentials of the URL: `user:password@` or
+/// `token@`. async-nats ignores credentials in a URL, so they are taken out and passed as options; and it reads a
+/// string as one server, so the list is handed over as a list.
+fn split_credentials(url: &str) -> (Vec<String>, Option<(String, Option<String>)>) {
     let mut credentials = None;
     let servers: Vec<String> = url
         .split(',')
+        .filter(|server| !server.trim().is_empty())
         .map(|server| {
             let server = server.trim();
             match (server.find("://"), server.rfind('@')) {
@@ -67,7 +71,7 @@ fn split_credentials(url: &str) -> (String, Option<(String, Option<String>)>) {
             }
         })
         .collect();
-    (servers.join(","), credentials)
+    (servers, credentials)
 }
 
 /// `%XX` escapes of a URL's user part, so a password may hold any character.
@@ -107,10 +111,11 @@ mod tests {
     fn credentials_leave_the_url_and_become_options() {
         let (servers, credentials) =
             split_credentials("nats://planner:p%40ss@nats-0:4222, nats://planner:p%40ss@nats-1:4222");
-        assert_eq!(servers, "nats://nats-0:4222,nats://nats-1:4222");
+        assert_eq!(servers, ["nats://nats-0:4222", "nats://nats-1:4222"]);
         assert_eq!(credentials, Some(("planner".into(), Some("p@ss".into()))));
         assert_eq!(split_credentials("nats://s3cret@nats:4222").1, Some(("s3cret".into(), None)));
-        assert_eq!(split_credentials("nats://127.0.0.1:4222"), ("nats://127.0.0.1:4222".into(), None));
+        assert_eq!(split_credentials("nats://127.0.0.1:4222"), (vec!["nats://127.0.0.1:4222".to_string()], None));
+        assert_eq!(split_credentials("nats://a:1,nats://b:2,").0, ["nats://a:1", "nats://b:2"], "a trailing comma");
     }
 
     #[test]

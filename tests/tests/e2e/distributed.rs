@@ -152,3 +152,28 @@ async fn asking_a_cluster_with_no_stages_fails_with_a_hint() {
         .expect_err("no intake is listening");
     assert!(err.to_string().contains("sleuth serve"), "{err}");
 }
+
+/// `nats.url` takes a cluster's seed list, comma-separated, as every NATS client does. The first server listed is
+/// down: `sleuth serve` and `sleuth ask` connect to the one that answers, and the question is answered.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_comma_separated_server_list_is_a_cluster_s_seed_list() {
+    let nats = nats_server();
+    let dir = tempfile::tempdir().unwrap();
+    let list = format!("nats://127.0.0.1:{}, {}", sleuth_tests::free_port(), nats.url);
+    let deployment = Deployment::seeded(&list, &unique("seeds"), dir.path());
+    let process = ServeProcess::start(&deployment, "all", &[]);
+    let out = run_cli(&deployment, &["ask", QUESTION], &[]);
+    let (stdout, stderr) = (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert!(out.status.success(), "sleuth ask over {list}: {stderr}\n{}", process.last_lines());
+    assert!(stdout.contains("One Piece"), "{stdout}");
+    let remote = client::ask_remote(
+        &list,
+        &deployment.config().subjects(),
+        AskRequest::new(QUESTION),
+        Duration::from_secs(30),
+        None,
+    )
+    .await
+    .expect("the client library takes the list too");
+    assert!(answer(&remote).0.contains("One Piece"));
+}
