@@ -197,13 +197,43 @@ pub fn synthesize(state: &LoopState, types: &crate::entity_types::EntityTypes) -
     }
     let mut cited: Vec<&Card> = Vec::new();
     lead_with(&mut answer, &mut cited, reading.as_ref());
-    for (_, card, sentence) in &best {
-        answer.push_str(&format!("{} [{}] ", sentence.trim(), card.n));
+    for (i, (_, card, sentence)) in best.iter().enumerate() {
+        let sentence = match i == 0 && reading.is_none() {
+            true => completed(card, sentence),
+            false => sentence.trim().to_string(),
+        };
+        answer.push_str(&format!("{sentence} [{}] ", card.n));
         if !cited.iter().any(|c| c.n == card.n) {
             cited.push(card);
         }
     }
     with_short_answer(cited_response(state, answer.trim(), &cited, evidence, reason), reading.as_ref())
+}
+
+/// A sentence that ends with a colon is completed by what follows it in its card: "To run Clippy's lints, enter
+/// the following:" and the first line of the command block after it ("cargo clippy", without the fence or the
+/// shell prompt), or the next sentence.
+fn completed(card: &Card, sentence: &str) -> String {
+    let sentence = sentence.trim();
+    if !sentence.ends_with(':') {
+        return sentence.to_string();
+    }
+    let sentences = text::sentences(&card.hit.text);
+    let next = sentences.iter().skip_while(|s| s.trim() != sentence).nth(1).map(|s| s.trim());
+    let follows = match next {
+        Some(block) if block.starts_with("```") => block
+            .lines()
+            .skip(1)
+            .map(|line| line.trim().trim_start_matches("$ ").trim())
+            .find(|line| !line.is_empty() && !line.starts_with("```"))
+            .map(str::to_string),
+        Some(next) if !next.is_empty() => Some(next.to_string()),
+        _ => None,
+    };
+    match follows {
+        Some(follows) => format!("{sentence} {follows}"),
+        None => sentence.to_string(),
+    }
 }
 
 /// Whether a reading names an entity the graph reached as the answer (a result entity, by its card's title).
@@ -442,6 +472,17 @@ mod tests {
         let (answer, order) = in_reading_order("A [7]. B [1] and [4]. C [7].", &[&cards[0], &cards[1], &cards[2]]);
         assert_eq!(answer, "A [1]. B [2] and [3]. C [1].");
         assert_eq!(order.iter().map(|c| c.n).collect::<Vec<_>>(), vec![7, 1, 4]);
+    }
+
+    #[test]
+    fn a_sentence_that_ends_with_a_colon_is_completed_by_what_follows() {
+        let mut c = card(1);
+        c.hit.text =
+            "Clippy is a linter. To run it, enter the following:\n\n```\n$ cargo clippy\n```\n\nIt prints warnings."
+                .into();
+        assert_eq!(completed(&c, "To run it, enter the following:"), "To run it, enter the following: cargo clippy");
+        c.hit.text = "The options are these: Some and None. Both are variants.".into();
+        assert_eq!(completed(&c, "Clippy is a linter."), "Clippy is a linter.");
     }
 
     #[test]
