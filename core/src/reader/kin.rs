@@ -55,7 +55,9 @@ const FAR_RELATIVES: &[&str] = &[
 
 /// Whether a word names a relative.
 pub fn is_relative(word: &str) -> bool {
-    is_near_relative(word) || FAR_RELATIVES.iter().any(|r| *r == word || r.to_string() + "s" == word)
+    is_near_relative(word)
+        || FAR_RELATIVES.contains(&word.strip_suffix('s').unwrap_or(word))
+        || FAR_RELATIVES.contains(&word)
 }
 
 /// Whether a word names a parent, a child, a spouse or a sibling: a relative a card names directly.

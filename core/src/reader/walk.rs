@@ -17,7 +17,7 @@ use super::{
 use crate::text;
 
 /// Most words between a link's words and the name it leads to: "music was composed by Isaac Schwartz" is three.
-pub const LINK_GAP: usize = 6;
+const LINK_GAP: usize = 6;
 
 /// The cards a walk went through and what it read at the end.
 #[derive(Debug, Clone)]
@@ -35,9 +35,9 @@ pub struct Walk<'a> {
 
 impl Walk<'_> {
     /// Whether the walk reached the chain's end and read there a span of the asked kind right after the asked
-    /// relation's words.
+    /// relation's words (an end is read only once the walk has followed every link).
     pub fn shows(&self) -> bool {
-        self.followed == self.links && self.end.is_some()
+        self.end.is_some()
     }
 }
 
@@ -214,8 +214,6 @@ pub fn walk<'a>(a: &Asked, question: &str, window: &[&'a Card], chain: &Chain) -
     let followed = path.len() - 1;
     let end_card = path[path.len() - 1];
     let on_path = |text: &str| path.iter().any(|c| fold(subject(&c.hit.title)) == fold(text));
-    // The end card is read for the asked relation alone, as a question about the end card itself.
-    let at_end = Asked { cues: asks.clone(), links: Vec::new(), ..a.clone() };
     if to_card {
         // The last link's card is the answer, cited with the card that names it.
         let end = (followed == links && links > 0).then(|| {
@@ -233,6 +231,8 @@ pub fn walk<'a>(a: &Asked, question: &str, window: &[&'a Card], chain: &Chain) -
     if a.kind == AnswerKind::Person {
         return Some(Walk { path, followed, links, end: None });
     }
+    // The end card is read for the asked relation alone, as a question about the end card itself.
+    let at_end = Asked { cues: asks.clone(), links: Vec::new(), ..a.clone() };
     let end = (followed == links)
         .then(|| extract(&at_end, question, &same_document(window, end_card), &Chain::of(0), 10))
         .into_iter()
@@ -297,8 +297,8 @@ fn end_gap(kind: AnswerKind) -> usize {
 
 /// How many words a mention of `span` in a sentence of `text` sits after the nearest of `cues` before it: a
 /// place or a date follows its event ("died in Delft"), and a cue after the span opens the next clause ("born in
-/// Los Angeles; died … in Shaftsbury"). A person may be named on either side ("his father, X"). A place counts
-/// only where it is written after a locative preposition.
+/// Los Angeles; died … in Shaftsbury"). A number may stand on either side ("a population of 2,000", "2,000
+/// inhabitants"). A place counts only where it is written after a locative preposition.
 fn cue_gap(kind: AnswerKind, text: &str, span: &str, cues: &[String]) -> Option<usize> {
     let after_only = matches!(kind, AnswerKind::Place | AnswerKind::Date);
     text::sentences(text)
