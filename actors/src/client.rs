@@ -215,6 +215,10 @@ pub fn render_plan(plan: &PlannerState) -> String {
 /// How long a question may go without a sign that an intake replica took it up before it is sent again.
 pub const RESEND_AFTER: Duration = Duration::from_secs(2);
 
+/// How often a request under way is looked up in the loop bucket, in case its final event was missed
+/// ([`ask_as`]).
+pub const LOOK_AFTER: Duration = Duration::from_secs(3);
+
 /// How long "no responders" may last before `ask` says nothing is running: a restarted NATS server's clients
 /// subscribe again within a second or two.
 const NO_RESPONDERS_GRACE: Duration = Duration::from_secs(4);
@@ -291,9 +295,31 @@ pub async fn ask_as(
     // subscriber sees both): show each once.
     let mut seen = std::collections::HashSet::new();
     let mut no_responders_since = None;
+    // A final event published while this connection was failing over to another server never reaches a core
+    // subscription. So a request under way for longer than a look is looked up in the loop bucket now and then,
+    // and a finished one's reply read from its final state. Without access to the bucket (a tenant's client) it
+    // waits for the event alone.
+    let store = LoopStream::of(client, subjects.clone()).ok();
+    let mut look = tokio::time::interval_at(tokio::time::Instant::now() + LOOK_AFTER, LOOK_AFTER);
     let wait = async {
         loop {
             tokio::select! {
+                _ = look.tick(), if store.is_some() => {
+                    let Some(store) = &store else { continue };
+                    match store.load(request_id).await {
+                        Ok(Some((state, _))) if state.phase == sleuth_messages::Phase::Done => {
+                            tracing::info!(%request_id, "the request finished while its events were out of reach: its reply is read from its final state");
+                            let reply = sleuth_core::machine::reply_of(&state);
+                            if let Some(cb) = on_event.as_deref_mut() {
+                                let turn = reply.turns.last().map_or(0, |t| t.turn);
+                                cb(&Event { request_id, turn, kind: EventKind::Final, body: EventBody::Final(reply.clone()) });
+                            }
+                            return Ok(reply);
+                        }
+                        Ok(_) => {}
+                        Err(e) => tracing::debug!(%request_id, error = %e, "cannot look the request up in the loop bucket"),
+                    }
+                }
                 _ = resend.tick(), if !taken_up => {
                     tracing::info!(%request_id, "no intake has taken the question up yet: sending it again");
                     if let Err(e) = send().await {

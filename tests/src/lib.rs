@@ -6,6 +6,7 @@
 //! answers (`docker.rs`; `SLEUTH_TEST_DOCKER=1` makes it the only way). A missing service fails the test with a
 //! message naming what to install; it never passes silently.
 
+pub mod cluster;
 pub mod docker;
 pub mod gateway;
 pub mod llm;
@@ -41,6 +42,17 @@ use sleuth_actors::{
     store::{StateStore, nats_loops::LoopStream},
 };
 use sleuth_messages::{Event, EventKind, LoopState, codec};
+
+/// What a final answer says (its text and the documents it cites), for comparing two answers to one question.
+pub fn gist(reply: &sleuth_messages::AskReply) -> String {
+    match &reply.outcome {
+        sleuth_messages::Outcome::Answer(answer) => {
+            let cited: Vec<String> = answer.citations.iter().map(|c| format!("{}:{}", c.n, c.doc_id)).collect();
+            format!("answer: {} | {}", answer.answer, cited.join(" "))
+        }
+        other => format!("{other:?}"),
+    }
+}
 
 /// Every event of a request, collected until none arrives for `settle`.
 pub async fn events_of(config: &Config, request_id: uuid::Uuid, settle: Duration) -> Vec<Event> {

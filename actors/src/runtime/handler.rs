@@ -23,14 +23,18 @@ use sleuth_messages::{ErrorKind, ErrorResponse, LoopState, Phase, Stage, WorkIte
 use tokio_util::sync::CancellationToken;
 use tracing::{Instrument, field::Empty};
 
+use uuid::Uuid;
+
 use super::{
     Counter, NodeContext, finish, kv,
+    patience::{PATIENCE_MS, patiently},
     publish::{on_finished, publish_all},
 };
 use crate::{
     bus::{BusError, Delivery},
     machine,
     stages::StageLogic,
+    store::StoreError,
     telemetry::{self, Scope, context, metrics, scope},
 };
 
@@ -70,7 +74,10 @@ pub async fn process(
     let attempt = delivery.attempt();
     // A redelivery's carried state is likely stale (its first delivery may have committed), and working from it
     // would repeat the work (an LLM call, say) only to conflict: it reads the store instead.
-    let snapshot = delivery.take_snapshot().filter(|_| attempt == 1).map(|s| (s.state, s.revision));
+    let snapshot = delivery.take_snapshot();
+    // The revision the work was committed at: the request's state is at least there, whoever reads it.
+    let floor = snapshot.as_ref().map_or(0, |s| s.revision);
+    let snapshot = snapshot.filter(|_| attempt == 1).map(|s| (s.state, s.revision));
     let span = tracing::info_span!(
         "stage",
         otel.name = span_name(stage),
@@ -100,7 +107,7 @@ pub async fn process(
     // awaits), and unboxed they made the worker's future about 20 KB, copied four times per hop as the actor
     // runtime moved it (two thirds of the embedded hop's instructions were `memcpy`; bench/HISTORY.md, "fourth
     // measurement").
-    let work = Box::pin(run(ctx, logic, &*delivery, snapshot, cancellation.token()));
+    let work = Box::pin(run(ctx, logic, &*delivery, snapshot, floor, cancellation.token()));
     let result = scope::within(scope, work.instrument(span.clone())).await;
     drop(cancellation);
     let outcome = match result {
@@ -169,6 +176,7 @@ async fn run(
     logic: &dyn StageLogic,
     delivery: &dyn Delivery,
     mut carried: Option<(LoopState, u64)>,
+    floor: u64,
     cancelled: &CancellationToken,
 ) -> anyhow::Result<Ran> {
     let item = delivery.item();
@@ -183,7 +191,7 @@ async fn run(
         let from_message = carried.is_some();
         let loaded = match carried.take() {
             Some((state, revision)) => Some((Arc::new(state), revision)),
-            None => kv::load(ctx, id).await?,
+            None => current(delivery, ctx, id, floor).await?,
         };
         let Some((state, revision)) = loaded else {
             tracing::warn!("no loop state for this request, dropping the work");
@@ -224,7 +232,8 @@ async fn run(
         // context is this hop's span, as for everything the hop publishes).
         let work = ctx.store.carries_work().then(|| machine::first_work(&next, Some(stage))).flatten();
         let trace = work.as_ref().map(|_| context::of_span(&tracing::Span::current(), delivery.trace()));
-        match kv::commit(ctx, &next, revision, work.as_ref().zip(trace.as_ref())).await? {
+        let commit = || kv::commit(ctx, &next, revision, work.as_ref().zip(trace.as_ref()));
+        match patient(delivery, ctx, id, "store the loop state", commit).await? {
             Some(committed) => {
                 let carried = work.filter(|_| committed.carried);
                 return Ok((Handled::Applied, Some(next), Some(committed.revision), carried));
@@ -232,6 +241,12 @@ async fn run(
             None => {
                 ctx.stats.incr(stage, Counter::CasConflicts);
                 conflicts += 1;
+                // A replicated bucket also refuses a swap while another write to the request is in flight (which
+                // may yet fail), so a conflict does not prove a newer state: the reload may read `revision` again.
+                // Past the first, conflicts wait a moment for that write to settle.
+                if conflicts > 1 {
+                    tokio::time::sleep(crate::guard::backoff(conflicts - 2, 5, 200)).await;
+                }
                 // Each conflict re-runs the work; a request that keeps changing under it (a writer gone wrong)
                 // must not hold a worker forever: the delivery goes back with backoff, and counts to its dead letter.
                 anyhow::ensure!(
@@ -242,6 +257,61 @@ async fn run(
             }
         }
     }
+}
+
+/// The request's state at revision `floor` or later, for a delivery: the store is read until it says so, at most
+/// for [`PATIENCE_MS`], while the delivery is kept (in-progress acks). On a cluster any replica of the loop bucket
+/// may answer a read (JetStream's direct get), and one that is catching up (a restarted node) answers with an
+/// older state, or with none: taken at its word, the work would be judged done already, or its request gone,
+/// and dropped. A store that is briefly away is waited for the same way. After the patience, what the store
+/// says is taken (an expired request is gone).
+async fn current(
+    delivery: &dyn Delivery,
+    ctx: &NodeContext,
+    request_id: Uuid,
+    floor: u64,
+) -> Result<Option<(Arc<LoopState>, u64)>, StoreError> {
+    let give_up = Instant::now() + Duration::from_millis(PATIENCE_MS);
+    let read = async {
+        let mut attempt = 0;
+        loop {
+            let loaded = kv::load(ctx, request_id).await;
+            let behind = match &loaded {
+                Ok(found) => found.as_ref().map_or(0, |(_, revision)| *revision) < floor,
+                Err(e) => matches!(e, StoreError::Unavailable(_)),
+            };
+            if !behind || Instant::now() >= give_up {
+                return loaded;
+            }
+            let wait = crate::guard::backoff(attempt, 20, 1_000);
+            match &loaded {
+                Err(e) => tracing::warn!(%request_id, attempt, error = %e, "cannot load the loop state yet; retrying"),
+                Ok(_) => {
+                    tracing::debug!(%request_id, attempt, floor, "read a loop state behind this work's; reading again")
+                }
+            }
+            tokio::time::sleep(wait).await;
+            attempt += 1;
+        }
+    };
+    with_progress(|| delivery.in_progress(), ctx.bus.ack_wait(), read).await
+}
+
+/// Runs a store operation [`patiently`] while the delivery is kept (in-progress acks): a store that is briefly
+/// away, as a NATS cluster electing a stream's leader is, is waited for without handing the delivery back, which
+/// would spend one of the request's `nats.max_deliver` deliveries per failure and wait out a growing backoff.
+/// A retried write that did land before its acknowledgement was lost is found by its compare-and-swap (a
+/// conflict, then a reload), as any redelivery's is.
+async fn patient<T, F: Future<Output = Result<T, StoreError>>>(
+    delivery: &dyn Delivery,
+    ctx: &NodeContext,
+    request_id: Uuid,
+    what: &str,
+    op: impl FnMut() -> F,
+) -> Result<T, StoreError> {
+    let transient = |e: &StoreError| matches!(e, StoreError::Unavailable(_));
+    let work = patiently(request_id, u64::MAX, what, transient, op);
+    with_progress(|| delivery.in_progress(), ctx.bus.ack_wait(), work).await
 }
 
 /// Counts the duplicate in the state, so redeliveries are visible in the KV record. Retries on conflicts;

@@ -10,7 +10,7 @@ use sleuth_messages::{
 use tracing::Instrument;
 use uuid::Uuid;
 
-use super::{NodeContext, publish::publish_all};
+use super::{NodeContext, patience::patiently, publish::publish_all};
 use crate::{
     machine::{self, NewRequest},
     stages::intake::{analyze_in, llm_rewrite, normalize, understand, validate},
@@ -83,36 +83,6 @@ pub fn conversation_key(by: Option<&Principal>, id: &str) -> String {
         Some(p) => format!("{}/{id}", p.tenant),
     }
 }
-
-/// Runs `op` until it succeeds, fails with an error `transient` does not accept, or [`PATIENCE_MS`] (at most
-/// until `deadline_ms`) have passed, waiting with backoff in between: a state store or bus that is briefly away,
-/// as while a NATS server restarts and its JetStream recovers its streams, is waited for rather than reported.
-async fn patiently<T, E: std::fmt::Display, F: std::future::Future<Output = Result<T, E>>>(
-    request_id: Uuid,
-    deadline_ms: u64,
-    what: &str,
-    transient: impl Fn(&E) -> bool,
-    mut op: impl FnMut() -> F,
-) -> Result<T, E> {
-    let give_up_ms = telemetry::now_ms().saturating_add(PATIENCE_MS).min(deadline_ms);
-    let mut attempt = 0;
-    loop {
-        match op().await {
-            Err(e) if transient(&e) && telemetry::now_ms() < give_up_ms => {
-                let wait = crate::guard::backoff(attempt, 100, 2_000);
-                let wait_ms = wait.as_millis() as u64;
-                tracing::warn!(%request_id, attempt, error = %e, wait_ms, "cannot {what} yet; retrying");
-                tokio::time::sleep(wait).await;
-                attempt += 1;
-            }
-            done => return done,
-        }
-    }
-}
-
-/// How long intake keeps trying to store a new request's state, or publish its first work, before it answers
-/// with an error.
-const PATIENCE_MS: u64 = 15_000;
 
 /// Accepts a question: validates it, creates its loop state and publishes the first work. Returns its id.
 ///

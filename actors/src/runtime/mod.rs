@@ -7,6 +7,7 @@ pub mod finish;
 pub mod handler;
 pub mod intake;
 pub mod kv;
+pub mod patience;
 pub mod publish;
 pub mod responder;
 mod stats;

@@ -98,6 +98,7 @@ impl Bucket for KvBucket {
             }),
             Some(revision) => self.kv.update(key, value, revision).await.map_err(|e| match e.kind() {
                 kv::UpdateErrorKind::WrongLastRevision => StoreError::Conflict,
+                _ if super::nats_loops::lost_in_flight(&e) => StoreError::Conflict,
                 _ => unavailable(e),
             }),
         }

@@ -129,8 +129,12 @@ impl LoopStream {
     /// `sleuth setup`); reading and writing it needs no more than the stream's name, so a client that only reads
     /// states (the gateway, `sleuth ask --json`, `sleuth state`) needs no right to look the bucket up.
     pub fn new(client: &async_nats::Client, config: &Config) -> Result<LoopStream, StoreError> {
+        LoopStream::of(client, config.subjects())
+    }
+
+    /// The loop bucket of the deployment that `subjects` names.
+    pub fn of(client: &async_nats::Client, subjects: Subjects) -> Result<LoopStream, StoreError> {
         check_server(client).map_err(StoreError::Unavailable)?;
-        let subjects = config.subjects();
         let direct_get = format!("$JS.API.DIRECT.GET.{}", subjects.loops_stream());
         Ok(LoopStream { js: jetstream::new(client.clone()), subjects, direct_get })
     }
@@ -165,10 +169,27 @@ impl LoopStream {
         match sent.await {
             Ok(ack) if ack.duplicate => Err(StoreError::Conflict),
             Ok(ack) => Ok(ack.sequence),
-            Err(e) if e.kind() == PublishErrorKind::WrongLastSequence => Err(StoreError::Conflict),
+            Err(e) if e.kind() == PublishErrorKind::WrongLastSequence || lost_in_flight(&e) => {
+                Err(StoreError::Conflict)
+            }
             Err(e) => Err(unavailable(e)),
         }
     }
+}
+
+/// A replicated stream (`nats.replicas` > 1) refuses a write whose expected revision a write still in flight on
+/// the same subjects may change with error 10164 (`JSStreamWrongLastSequenceConstantErr`, "wrong last sequence"
+/// without the number), where a single server says 10071; async-nats knows only the latter. Either is a lost
+/// compare-and-swap: reload and try again. Looks through `e`'s sources (a KV update's error wraps the publish's).
+pub(crate) fn lost_in_flight(e: &(dyn std::error::Error + 'static)) -> bool {
+    let mut at = Some(e);
+    while let Some(error) = at {
+        if error.downcast_ref::<jetstream::Error>().is_some_and(|e| e.error_code() == jetstream::ErrorCode(10164)) {
+            return true;
+        }
+        at = error.source();
+    }
+    false
 }
 
 fn encode(state: &LoopState) -> Result<Vec<u8>, StoreError> {
@@ -259,6 +280,21 @@ mod tests {
         assert_eq!(work_ttl(now + 30_000, now), Duration::from_secs(30) + WORK_TTL_MARGIN);
         assert_eq!(work_ttl(now + 1, now), Duration::from_secs(1) + WORK_TTL_MARGIN, "whole seconds, rounded up");
         assert_eq!(work_ttl(now - 5_000, now), WORK_TTL_MARGIN, "a passed deadline still leaves the margin");
+    }
+
+    #[test]
+    fn a_replicated_streams_wrong_last_sequence_is_a_lost_swap() {
+        let api = |code: u64| -> jetstream::Error {
+            serde_json::from_value(
+                serde_json::json!({"code": 400, "err_code": code, "description": "wrong last sequence"}),
+            )
+            .unwrap()
+        };
+        let publish = |code| jetstream::context::PublishError::with_source(PublishErrorKind::Other, api(code));
+        assert!(lost_in_flight(&publish(10164)), "a replicated stream's refusal");
+        let update = kv::UpdateError::with_source(kv::UpdateErrorKind::Other, publish(10164));
+        assert!(lost_in_flight(&update), "found under a KV update's error");
+        assert!(!lost_in_flight(&publish(10077)), "another refusal (a message too large) is not a lost swap");
     }
 
     #[test]

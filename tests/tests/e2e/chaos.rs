@@ -16,8 +16,8 @@ use std::{
 };
 
 use sleuth_actors::{client, config::Config, node::Node, telemetry::TraceHeaders};
-use sleuth_messages::{AskReply, AskRequest, Outcome};
-use sleuth_tests::{final_events, nats::nats_server, process::*, seeded::seed_data_dir, unique};
+use sleuth_messages::AskRequest;
+use sleuth_tests::{final_events, gist, nats::nats_server, process::*, seeded::seed_data_dir, unique};
 
 const CONCURRENCY: usize = 16;
 const STAGES: [&str; 6] = ["intake", "planner", "retrieve", "graph", "grader", "synthesizer"];
@@ -32,17 +32,6 @@ const QUESTIONS: [&str; 8] = [
     "Which characters appear in Naruto?",
     "What is the capital of France?",
 ];
-
-/// What a final answer says, for comparing the distributed answer with the embedded one.
-fn gist(reply: &AskReply) -> String {
-    match &reply.outcome {
-        Outcome::Answer(answer) => {
-            let cited: Vec<String> = answer.citations.iter().map(|c| format!("{}:{}", c.n, c.doc_id)).collect();
-            format!("answer: {} | {}", answer.answer, cited.join(" "))
-        }
-        other => format!("{other:?}"),
-    }
-}
 
 /// The embedded mode's answers to [`QUESTIONS`], on a data directory of its own (returned: the index is flushed
 /// by actors that outlive `shutdown` by a moment, so the directory must outlive it too).

@@ -3,6 +3,7 @@
 //! `cargo test --release -p sleuth-tests --test e2e -- MODULE::`.
 
 mod chaos;
+mod cluster;
 mod control;
 mod crash;
 mod deploy;
