@@ -173,10 +173,19 @@ impl OwnerArgs {
 
 #[derive(Debug, Subcommand)]
 pub enum IngestCommand {
-    /// Documents: JSONL {id,title,text,metadata,owner,groups}, Markdown or text files, or directories of them
+    /// Documents: JSONL {id,title,text,metadata,owner,groups}, Markdown, text, HTML, PDF and Office files (.docx,
+    /// .xlsx, .pptx, .doc, .xls, .ppt), or directories of them; a file that cannot be read is skipped, saying why
     Docs {
         #[arg(required = true)]
         paths: Vec<PathBuf>,
+        /// Of the files found in a directory, read only those whose path below it matches one of these globs
+        /// (`--include '**/*.pdf'`; repeatable)
+        #[arg(long)]
+        include: Vec<String>,
+        /// Of the files found in a directory, skip those whose path below it matches one of these globs
+        /// (`--exclude '**/drafts/**'`; repeatable)
+        #[arg(long)]
+        exclude: Vec<String>,
         #[command(flatten)]
         owner: OwnerArgs,
     },
@@ -307,12 +316,21 @@ async fn command(command: Command, config: Config) -> anyhow::Result<ExitCode> {
         }
         Command::Serve { embedded: true, .. } => serve_embedded(config).await,
         Command::Serve { stages, embedded: false } => serve(config, parse_stages(&stages)?).await,
-        Command::Ingest { what: IngestCommand::Docs { paths, owner } } => {
-            let mut docs = ingest::read_paths(&paths)?;
+        Command::Ingest { what: IngestCommand::Docs { paths, include, exclude, owner } } => {
+            let selection = ingest::files::Selection::new(&include, &exclude)?;
+            let mut read = ingest::files::read(&paths, &selection)?;
+            for skipped in &read.skipped {
+                eprintln!("skipped {}: {}", skipped.path.display(), skipped.reason);
+            }
+            if read.documents.is_empty() {
+                anyhow::bail!("no document to ingest: {read}");
+            }
+            let mut docs = std::mem::take(&mut read.documents);
             ingest::owned_by(&mut docs, &owner.ownership()?)?;
             let retriever = ingest::target::open(&config).await?;
             eprintln!("index: {}", retriever.describe());
-            println!("{}", ingest::ingest(&retriever, docs, true).await?);
+            let summary = ingest::ingest(&retriever, docs, true).await?;
+            println!("{read}; {summary}");
             announce(&config).await;
             Ok(ExitCode::SUCCESS)
         }

@@ -463,7 +463,7 @@ pub fn render(reply: &AskReply) -> String {
             if !answer.citations.is_empty() {
                 out.push_str("\nCitations:\n");
                 for c in &answer.citations {
-                    out.push_str(&format!("  [{}] {} ({})\n", c.n, c.title, c.doc_id));
+                    out.push_str(&format!("  [{}] {} ({})\n", c.n, c.place(), c.doc_id));
                 }
             }
             for d in &answer.degraded {

@@ -24,6 +24,41 @@ pub struct AskRequest {
     /// Absent means the current version.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub schema_version: Option<u16>,
+    /// The conversation so far as the client keeps it, oldest first (a chat client sends its whole history with
+    /// each turn). When given, a follow-up is resolved against it, whether or not sleuth saw those turns; at most
+    /// [`MAX_HISTORY_TURNS`] of at most [`MAX_HISTORY_TURN_BYTES`] each.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub history: Vec<PriorTurn>,
+}
+
+/// Most turns an [`AskRequest`]'s history may hold; a client keeps the most recent ones.
+pub const MAX_HISTORY_TURNS: usize = 32;
+/// Longest turn of a history, in bytes.
+pub const MAX_HISTORY_TURN_BYTES: usize = 8192;
+
+/// One earlier message of a conversation: what the user asked, or what was answered.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct PriorTurn {
+    pub role: TurnRole,
+    pub content: String,
+}
+
+/// Who wrote a [`PriorTurn`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum TurnRole {
+    User,
+    Assistant,
+}
+
+impl PriorTurn {
+    pub fn user(content: impl Into<String>) -> PriorTurn {
+        PriorTurn { role: TurnRole::User, content: content.into() }
+    }
+
+    pub fn assistant(content: impl Into<String>) -> PriorTurn {
+        PriorTurn { role: TurnRole::Assistant, content: content.into() }
+    }
 }
 
 impl AskRequest {
@@ -35,6 +70,7 @@ impl AskRequest {
             max_turns: None,
             timeout_ms: None,
             schema_version: None,
+            history: Vec::new(),
         }
     }
 }

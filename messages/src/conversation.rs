@@ -24,6 +24,10 @@ pub struct ConversationTurn {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub clarifying_questions: Vec<ClarifyingQuestion>,
     pub at_ms: u64,
+    /// What was answered, when it is known (a client's history says it): a follow-up's pronoun may stand for it
+    /// ("Who directed Alien?" "Ridley Scott." "Where was he born?").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub answer: Option<String>,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]

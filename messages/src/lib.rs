@@ -28,7 +28,10 @@ pub mod step;
 pub mod subjects;
 pub mod work;
 
-pub use analysis::{AskRequest, ComplexityScore, QueryAnalysis, QueryRewrite, QueryType, RetrieverWeights, Route};
+pub use analysis::{
+    AskRequest, ComplexityScore, MAX_HISTORY_TURN_BYTES, MAX_HISTORY_TURNS, PriorTurn, QueryAnalysis, QueryRewrite,
+    QueryType, RetrieverWeights, Route, TurnRole,
+};
 pub use codec::{CodecError, Encoding, MAX_PAYLOAD_BYTES};
 pub use conversation::{Conversation, ConversationTurn};
 pub use degraded::{Backend, Degradation};

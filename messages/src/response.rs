@@ -112,6 +112,27 @@ pub struct Citation {
     /// The card's number in the loop state (0 in answers written before citations were renumbered).
     #[serde(default)]
     pub card: u32,
+    /// The section of the document the passage is in (the heading it falls under), when the document has them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub section: Option<String>,
+    /// The page the passage starts on (1-based), for paged documents (PDF).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub page: Option<u32>,
+}
+
+impl Citation {
+    /// Where the passage is, as a reader would name it: "Title › Section, p. 12".
+    pub fn place(&self) -> String {
+        let mut place = self.title.clone();
+        if let Some(section) = self.section.as_deref().filter(|s| *s != self.title) {
+            place.push_str(" › ");
+            place.push_str(section);
+        }
+        if let Some(page) = self.page {
+            place.push_str(&format!(", p. {page}"));
+        }
+        place
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]

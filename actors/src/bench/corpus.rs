@@ -88,7 +88,7 @@ pub fn synthetic(passages: usize, questions: usize, seed: u64) -> (Vec<Document>
 }
 
 fn doc(id: String, title: String, text: String) -> Document {
-    Document { id, title, text, metadata: Default::default(), ownership: Ownership::shared() }
+    Document { parts: Vec::new(), id, title, text, metadata: Default::default(), ownership: Ownership::shared() }
 }
 
 fn pick<'a>(rng: &mut StdRng, from: &[&'a str]) -> &'a str {

@@ -43,6 +43,10 @@ pub struct AskBody {
     pub max_turns: Option<u32>,
     #[serde(default)]
     pub timeout_ms: Option<u64>,
+    /// The conversation so far as the client keeps it, oldest first (`{"role": "user" | "assistant", "content":
+    /// …}`): a follow-up is resolved against it, whether or not sleuth saw those turns.
+    #[serde(default)]
+    pub history: Vec<sleuth_messages::PriorTurn>,
 }
 
 impl From<AskBody> for AskRequest {
@@ -52,6 +56,7 @@ impl From<AskBody> for AskRequest {
         request.conversation_id = body.conversation_id;
         request.max_turns = body.max_turns;
         request.timeout_ms = body.timeout_ms;
+        request.history = body.history;
         request
     }
 }
@@ -140,6 +145,7 @@ pub async fn status(
         phase: state.phase,
         turn: state.turn,
         route: state.analysis.route,
+        question: state.analysis.rewritten.clone(),
         created_ms: state.created_ms,
         deadline_ms: state.deadline_ms,
         finished_ms: state.finished_ms,
@@ -159,6 +165,9 @@ pub struct RequestStatus {
     /// The current turn (1-based).
     pub turn: u32,
     pub route: Route,
+    /// The question as intake understood it: a follow-up resolved against its conversation ("Where was Masashi
+    /// Kishimoto born?" for "Where was he born?").
+    pub question: String,
     pub created_ms: u64,
     pub deadline_ms: u64,
     pub finished_ms: Option<u64>,

@@ -15,6 +15,12 @@ pub struct Cited {
     /// The passage that supports the answer (empty when the request's state has expired).
     pub text: String,
     pub url: Option<String>,
+    /// The section of the document the passage is in, when it has them.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub section: Option<String>,
+    /// The page the passage starts on, for paged documents (PDF).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub page: Option<u32>,
 }
 
 /// The citations of `answer`, each with its card's passage from the request's `state`.
@@ -30,6 +36,8 @@ pub fn cited(answer: &AgentResponse, state: Option<&LoopState>) -> Vec<Cited> {
                 title: c.title.clone(),
                 text: hit.map(|h| h.text.clone()).unwrap_or_default(),
                 url: hit.and_then(|h| url_of(&h.metadata)),
+                section: c.section.clone(),
+                page: c.page,
             }
         })
         .collect()

@@ -49,11 +49,63 @@ pub async fn hydrate(
 }
 
 /// The body of `POST /v1/documents`: documents as `sleuth ingest docs` reads them from JSONL (`id`, `text`, and
-/// optionally `title`, `metadata`, `owner` and `groups`).
+/// optionally `title`, `metadata`, `owner` and `groups`), and files as it reads them from disk (PDF, HTML, Office
+/// documents, Markdown, text), base64-encoded.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct DocumentsBody {
+    #[serde(default)]
     pub documents: Vec<DocumentBody>,
+    #[serde(default)]
+    pub files: Vec<FileBody>,
+}
+
+/// A file to ingest: its name (whose extension says its format) and its bytes.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct FileBody {
+    /// The file's name, e.g. `report.pdf`: its extension says how it is read, and it is the document's id unless
+    /// `id` is given.
+    pub name: String,
+    /// The file's bytes, base64-encoded (standard alphabet, padded).
+    pub content_base64: String,
+    #[serde(default)]
+    pub id: Option<String>,
+    /// The tenant that owns the document; a tenant's key may only name its own tenant. Unset: shared.
+    #[serde(default)]
+    pub owner: Option<String>,
+    /// Reader groups (`tenants.groups`) that may read it too; needs an owner.
+    #[serde(default)]
+    pub groups: Vec<String>,
+}
+
+/// A file that was not ingested, and why.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct SkippedFile {
+    pub name: String,
+    pub reason: String,
+}
+
+impl FileBody {
+    /// The file's documents, read as `sleuth ingest docs` reads the file.
+    pub(super) fn read(&self) -> anyhow::Result<Vec<crate::ingest::Document>> {
+        use base64::Engine;
+        let name = std::path::Path::new(&self.name);
+        if name.file_name().is_none_or(|n| n != name.as_os_str()) {
+            anyhow::bail!("a file name, not a path");
+        }
+        let bytes = base64::engine::general_purpose::STANDARD
+            .decode(self.content_base64.as_bytes())
+            .map_err(|e| anyhow::anyhow!("content_base64 is not base64: {e}"))?;
+        let mut docs = crate::ingest::formats::read(name, bytes)?;
+        let ownership =
+            crate::access::Ownership::new(self.owner.as_deref(), &self.groups).map_err(|e| anyhow::anyhow!("{e}"))?;
+        crate::ingest::owned_by(&mut docs, &ownership)?;
+        if let (Some(id), [doc]) = (&self.id, docs.as_mut_slice()) {
+            doc.id = id.clone();
+        }
+        Ok(docs)
+    }
 }
 
 #[derive(Debug, Serialize, Deserialize, JsonSchema)]
@@ -79,6 +131,9 @@ pub struct Ingested {
     pub documents: usize,
     /// The summary `sleuth ingest` prints: new, replaced and unchanged documents, chunks written.
     pub summary: String,
+    /// Files that could not be read (damaged, encrypted, without text, of an unknown type), each with why; the
+    /// rest were ingested.
+    pub skipped: Vec<SkippedFile>,
 }
 
 /// Whether `by` may write or delete a document owned by `owner` (`None`: shared). The deployment's own caller may
@@ -99,7 +154,12 @@ fn may_change(app: &App, by: Option<&Principal>, id: &str, owner: Option<&str>) 
 }
 
 /// Checks that `by` may change the document `id` as it is stored now (if it is), and would own what it writes.
-async fn may_replace(app: &App, by: Option<&Principal>, id: &str, writes: Option<&str>) -> Result<(), ApiError> {
+pub(super) async fn may_replace(
+    app: &App,
+    by: Option<&Principal>,
+    id: &str,
+    writes: Option<&str>,
+) -> Result<(), ApiError> {
     may_change(app, by, id, writes)?;
     if let Some(stored) = app.engine.stored_readers(id).await? {
         may_change(app, by, id, owner_of(&stored))?;
@@ -115,19 +175,31 @@ pub async fn add_documents(
 ) -> Result<Response, ApiError> {
     let by = app.caller(&headers)?;
     let Json(body) = body.map_err(ApiError::body)?;
-    if body.documents.is_empty() {
-        return Err(ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, ErrorKind::InvalidInput, "documents: empty"));
+    let invalid = |message: String| ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, ErrorKind::InvalidInput, message);
+    if body.documents.is_empty() && body.files.is_empty() {
+        return Err(invalid("documents and files: both empty".into()));
     }
     // The same rules as `sleuth ingest docs` on a JSONL file.
     let lines: Vec<String> = body.documents.iter().filter_map(|d| serde_json::to_string(d).ok()).collect();
-    let docs = crate::ingest::parse_jsonl("documents", &lines.join("\n"))
-        .map_err(|e| ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, ErrorKind::InvalidInput, format!("{e:#}")))?;
+    let mut docs = crate::ingest::parse_jsonl("documents", &lines.join("\n")).map_err(|e| invalid(format!("{e:#}")))?;
+    // And on files: one that cannot be read is skipped, saying why.
+    let mut skipped = Vec::new();
+    for file in &body.files {
+        match file.read() {
+            Ok(read) => docs.extend(read),
+            Err(e) => skipped.push(SkippedFile { name: file.name.clone(), reason: format!("{e:#}") }),
+        }
+    }
+    if docs.is_empty() {
+        let why: Vec<String> = skipped.iter().map(|s| format!("{}: {}", s.name, s.reason)).collect();
+        return Err(invalid(format!("no document could be read: {}", why.join("; "))));
+    }
     for doc in &docs {
         may_replace(&app, by.as_ref(), &doc.id, doc.ownership.tenant.as_deref()).await?;
     }
     let documents = docs.len();
     let summary = app.engine.ingest(docs).await?;
-    Ok((StatusCode::CREATED, Json(Ingested { documents, summary })).into_response())
+    Ok((StatusCode::CREATED, Json(Ingested { documents, summary, skipped })).into_response())
 }
 
 /// The body of `DELETE /v1/documents/{id}`.

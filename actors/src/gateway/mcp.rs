@@ -14,9 +14,12 @@ use rmcp::{
 use serde::{Deserialize, Serialize};
 use sleuth_messages::{AskRequest, JsonMap, Outcome, Principal};
 
+use crate::telemetry::TraceHeaders;
+
 use super::{
     App,
     cite::{Cited, cited, url_of},
+    lanes::{FileBody, may_replace},
     run::Run,
 };
 
@@ -51,6 +54,28 @@ pub struct AskArgs {
     pub question: String,
 }
 
+#[derive(Debug, Deserialize, JsonSchema)]
+#[schemars(crate = "rmcp::schemars")]
+pub struct AddDocumentArgs {
+    /// The file's name, e.g. `report.pdf`: its extension says how it is read (.pdf, .html, .docx, .xlsx, .pptx,
+    /// .md, .txt, …), and it is the document's id unless `id` is given.
+    pub name: String,
+    /// The file's bytes, base64-encoded.
+    pub content_base64: String,
+    /// The document's id, to replace an earlier version of it.
+    #[serde(default)]
+    pub id: Option<String>,
+}
+
+#[derive(Debug, Serialize, JsonSchema)]
+#[schemars(crate = "rmcp::schemars")]
+pub struct Added {
+    /// The ids of the documents written (a JSONL file holds several).
+    pub ids: Vec<String>,
+    /// New, replaced and unchanged documents, and the chunks written.
+    pub summary: String,
+}
+
 #[derive(Debug, Serialize, JsonSchema)]
 #[schemars(crate = "rmcp::schemars")]
 pub struct SearchResult {
@@ -83,12 +108,35 @@ pub struct Answer {
     pub short_answer: Option<String>,
     /// The whole reply, with `[n]` markers naming its citations.
     pub answer: String,
-    /// Each citation: `n` (its `[n]` marker), `id` (for `fetch`), `title`, `text` (the passage), `url`.
-    #[schemars(with = "Vec<serde_json::Value>")]
-    pub citations: Vec<Cited>,
+    /// The passages the answer cites, in the order of their `[n]` markers.
+    pub citations: Vec<Citation>,
     /// Why the loop stopped (`sufficient`, `deadline`, `not_found`, …).
     pub termination_reason: String,
     pub request_id: String,
+}
+
+/// A passage an answer cites.
+#[derive(Debug, Serialize, JsonSchema)]
+#[schemars(crate = "rmcp::schemars")]
+pub struct Citation {
+    /// Its `[n]` marker in the answer.
+    pub n: u32,
+    /// The document's id, for `fetch`.
+    pub id: String,
+    pub title: String,
+    /// The passage that supports the answer.
+    pub text: String,
+    pub url: Option<String>,
+    /// The section of the document the passage is in, when it has them.
+    pub section: Option<String>,
+    /// The page the passage starts on, for paged documents (PDF).
+    pub page: Option<u32>,
+}
+
+impl From<Cited> for Citation {
+    fn from(c: Cited) -> Citation {
+        Citation { n: c.n, id: c.id, title: c.title, text: c.text, url: c.url, section: c.section, page: c.page }
+    }
 }
 
 fn caller(parts: Option<&axum::http::request::Parts>) -> Option<Principal> {
@@ -153,14 +201,19 @@ impl SleuthMcp {
         context: RequestContext<RoleServer>,
     ) -> Result<Json<Answer>, String> {
         let by = caller(context.extensions.get::<axum::http::request::Parts>());
-        let mut run = Run::start(&self.app.engine, AskRequest::new(args.question), by, self.app.trace());
+        // A client's trace context in the request's `_meta` (MCP 2026-07-28) parents the request's trace; else the
+        // HTTP request's own.
+        let meta = &context.meta;
+        let given = TraceHeaders::given(meta.get_traceparent(), meta.get_tracestate(), meta.get_baggage());
+        let trace = if given.is_empty() { self.app.trace() } else { given };
+        let mut run = Run::start(&self.app.engine, AskRequest::new(args.question), by, trace);
         let reply = run.reply().await.map_err(|e| e.message)?;
         let answer = match &reply.outcome {
             Outcome::Answer(answer) => answer,
             Outcome::Error(e) => return Err(e.message.clone()),
         };
         let state = self.app.engine.state(run.request_id).await.ok().flatten();
-        let citations = cited(answer, state.as_ref());
+        let citations = cited(answer, state.as_ref()).into_iter().map(Citation::from).collect();
         Ok(Json(Answer {
             short_answer: answer.short_answer.as_ref().map(|s| s.text.clone()),
             answer: answer.answer.clone(),
@@ -168,6 +221,37 @@ impl SleuthMcp {
             termination_reason: answer.termination_reason.as_str().to_string(),
             request_id: run.request_id.to_string(),
         }))
+    }
+
+    #[tool(
+        name = "add_document",
+        description = "Add a file to the corpus, or replace the document of the same id: a PDF, web page (.html), \
+                       Word, Excel or PowerPoint file, Markdown or text, base64-encoded. It is read as `sleuth \
+                       ingest docs` reads it (sections and pages kept for citations) and can be searched and asked \
+                       about at once. A caller with a tenant's key owns what it adds."
+    )]
+    pub async fn add_document(
+        &self,
+        Parameters(args): Parameters<AddDocumentArgs>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<Json<Added>, String> {
+        let by = caller(context.extensions.get::<axum::http::request::Parts>());
+        let file = FileBody {
+            name: args.name,
+            content_base64: args.content_base64,
+            id: args.id,
+            owner: by.as_ref().map(|p| p.tenant.clone()),
+            groups: Vec::new(),
+        };
+        let docs = file.read().map_err(|e| format!("{}: {e:#}", file.name))?;
+        for doc in &docs {
+            may_replace(&self.app, by.as_ref(), &doc.id, doc.ownership.tenant.as_deref())
+                .await
+                .map_err(|e| e.body.message)?;
+        }
+        let ids = docs.iter().map(|d| d.id.clone()).collect();
+        let summary = self.app.engine.ingest(docs).await.map_err(|e| e.message)?;
+        Ok(Json(Added { ids, summary }))
     }
 }
 

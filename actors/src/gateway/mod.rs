@@ -106,7 +106,7 @@ pub fn router(app: Arc<App>) -> Router {
 }
 
 /// The key check in front of `/mcp`: 401 without an accepted key, else the caller in the request's extensions,
-/// where the MCP tools find it.
+/// where the MCP tools find it; a session's close answered 204.
 async fn mcp_caller(
     axum::extract::State(app): axum::extract::State<Arc<App>>,
     mut request: axum::extract::Request,
@@ -116,7 +116,14 @@ async fn mcp_caller(
     match app.caller(request.headers()) {
         Ok(by) => {
             request.extensions_mut().insert(mcp::Caller(by));
-            next.run(request).await
+            let closes = request.method() == axum::http::Method::DELETE;
+            let mut response = next.run(request).await;
+            // A session's close is done when answered: 204, which MCP clients read as success (the SDK answers
+            // 202, which the official Python client logs as "Session termination failed: 202").
+            if closes && response.status() == StatusCode::ACCEPTED {
+                *response.status_mut() = StatusCode::NO_CONTENT;
+            }
+            response
         }
         Err(e) => e.into_response(),
     }

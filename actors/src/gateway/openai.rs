@@ -18,7 +18,9 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
-use sleuth_messages::{AskReply, AskRequest, LoopState, Outcome};
+use sleuth_messages::{
+    AskReply, AskRequest, LoopState, MAX_HISTORY_TURN_BYTES, MAX_HISTORY_TURNS, Outcome, PriorTurn, TurnRole,
+};
 
 use super::{
     App,
@@ -151,23 +153,43 @@ pub struct Model {
     pub owned_by: String,
 }
 
-/// The question (the last user message) and the conversation it continues: an id derived from the first user
-/// message, so every turn of one chat lands in the same sleuth conversation.
+/// The question (the last user message) and the conversation it continues: every user and assistant message
+/// before it is the request's history (the most recent [`MAX_HISTORY_TURNS`], each cut to
+/// [`MAX_HISTORY_TURN_BYTES`]), so a follow-up is resolved against what the client shows, whether or not sleuth
+/// saw those turns. System and tool messages are not the conversation. The conversation id is derived from the
+/// first user message, so every turn of one chat lands in the same sleuth conversation.
 fn to_request(chat: &ChatRequest) -> Result<AskRequest, ApiError> {
-    let users: Vec<String> = chat
+    let turns: Vec<PriorTurn> = chat
         .messages
         .iter()
-        .filter(|m| m.role == "user")
-        .filter_map(|m| m.content.as_ref().map(Content::text))
+        .filter_map(|m| {
+            let role = match m.role.as_str() {
+                "user" => TurnRole::User,
+                "assistant" => TurnRole::Assistant,
+                _ => return None,
+            };
+            let content = m.content.as_ref().map(Content::text)?;
+            Some(PriorTurn { role, content })
+        })
         .collect();
-    let Some(question) = users.last() else {
+    let Some(last) = turns.iter().rposition(|t| t.role == TurnRole::User) else {
         let message = "messages: no user message to answer";
         return Err(ApiError::new(StatusCode::BAD_REQUEST, sleuth_messages::ErrorKind::InvalidInput, message));
     };
-    let mut request = AskRequest::new(question.clone());
-    let first = &users[0];
+    let mut request = AskRequest::new(turns[last].content.clone());
+    let first = turns.iter().find(|t| t.role == TurnRole::User).map_or("", |t| t.content.as_str());
     request.conversation_id = Some(format!("chat-{}", &hex::encode(Sha256::digest(first.as_bytes()))[..32]));
+    request.history = turns[last.saturating_sub(MAX_HISTORY_TURNS)..last].iter().map(cut).collect();
     Ok(request)
+}
+
+/// A turn no longer than a history's turn may be, cut at a character boundary.
+fn cut(turn: &PriorTurn) -> PriorTurn {
+    let mut end = turn.content.len().min(MAX_HISTORY_TURN_BYTES);
+    while !turn.content.is_char_boundary(end) {
+        end -= 1;
+    }
+    PriorTurn { role: turn.role, content: turn.content[..end].to_string() }
 }
 
 /// `POST /v1/chat/completions`.
@@ -293,4 +315,51 @@ pub async fn models(State(app): State<Arc<App>>, headers: HeaderMap) -> Response
     let name = app.engine.config().gateway.model_name.clone();
     let model = Model { id: name, object: "model".into(), created: 0, owned_by: "sleuth".into() };
     Json(ModelList { object: "list".into(), data: vec![model] }).into_response()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn chat(messages: &[(&str, &str)]) -> ChatRequest {
+        let messages = messages
+            .iter()
+            .map(|(role, text)| ChatMessage { role: role.to_string(), content: Some(Content::Text(text.to_string())) })
+            .collect();
+        ChatRequest { model: None, messages, stream: false }
+    }
+
+    #[test]
+    fn the_messages_before_the_last_user_message_are_its_history() {
+        let request = to_request(&chat(&[
+            ("system", "You are helpful."),
+            ("user", "Which anime is Luffy in?"),
+            ("assistant", "One Piece [1]"),
+            ("user", "When did it start?"),
+        ]))
+        .unwrap();
+        assert_eq!(request.query, "When did it start?");
+        assert_eq!(
+            request.history,
+            [PriorTurn::user("Which anime is Luffy in?"), PriorTurn::assistant("One Piece [1]")],
+            "the system message is not the conversation"
+        );
+        let first = to_request(&chat(&[("user", "Which anime is Luffy in?")])).unwrap();
+        assert!(first.history.is_empty());
+        assert_eq!(first.conversation_id, request.conversation_id, "one chat, one conversation");
+    }
+
+    #[test]
+    fn a_long_history_keeps_its_most_recent_turns_each_cut_to_the_limit() {
+        let long = "é".repeat(MAX_HISTORY_TURN_BYTES);
+        let mut messages = vec![("user", "q0")];
+        for _ in 0..MAX_HISTORY_TURNS {
+            messages.extend([("assistant", long.as_str()), ("user", "q")]);
+        }
+        let request = to_request(&chat(&messages)).unwrap();
+        assert_eq!(request.history.len(), MAX_HISTORY_TURNS);
+        assert!(request.history.iter().all(|t| t.content.len() <= MAX_HISTORY_TURN_BYTES));
+        assert!(sleuth_core::analysis::validate(&request, 4096).is_ok());
+        assert!(to_request(&chat(&[("assistant", "Hello")])).is_err(), "no user message");
+    }
 }

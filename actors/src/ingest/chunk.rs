@@ -40,6 +40,11 @@ fn spans(text: &str, tokenizer: Option<&Tokenizer>) -> Vec<Span> {
     WORDS.find_iter(text).enumerate().map(|(i, m)| Span { start: m.start(), end: m.end(), word: i as u32 }).collect()
 }
 
+/// How many tokens `text` is (model tokens with a tokenizer, else words and punctuation marks).
+pub fn count(text: &str, tokenizer: Option<&Tokenizer>) -> usize {
+    spans(text, tokenizer).len()
+}
+
 /// Moves `i` back to the first token of its word, but not to or before `floor`.
 fn word_start(spans: &[Span], mut i: usize, floor: usize) -> usize {
     while i > floor + 1 && i < spans.len() && spans[i].word == spans[i - 1].word {

@@ -1,6 +1,7 @@
 //! Markdown as a person reads it: the text of each block as its own paragraph, with no link syntax, HTML tags or
 //! images; headings, list items and table rows as paragraphs of their own, each row with its table's header; code
-//! blocks kept whole and fenced, so a reader can tell code from prose.
+//! blocks kept whole and fenced, so a reader can tell code from prose; and the text cut into sections, each under
+//! the heading it falls under, which citations name. HTML and Office documents are read through it (`formats.rs`).
 
 use pulldown_cmark::{Event, HeadingLevel, Options, Parser, Tag, TagEnd};
 
@@ -10,12 +11,24 @@ use pulldown_cmark::{Event, HeadingLevel, Options, Parser, Tag, TagEnd};
 pub struct Rendered {
     pub title: Option<String>,
     pub text: String,
+    /// The text by heading, in order: what comes before the first heading has none.
+    pub sections: Vec<Section>,
+}
+
+/// The paragraphs under one heading (the heading's own paragraph first).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Section {
+    pub heading: Option<String>,
+    pub text: String,
 }
 
 /// Where the renderer is: what the text it receives belongs to.
 #[derive(Default)]
 struct Renderer {
-    paragraphs: Vec<String>,
+    /// Each paragraph with the heading it falls under.
+    paragraphs: Vec<(Option<String>, String)>,
+    /// The heading the text now falls under.
+    heading: Option<String>,
     /// The block being written.
     current: String,
     title: Option<String>,
@@ -43,8 +56,12 @@ impl Renderer {
     fn flush(&mut self) {
         let text = self.take();
         if !text.is_empty() {
-            self.paragraphs.push(text);
+            self.paragraph(text);
         }
+    }
+
+    fn paragraph(&mut self, text: String) {
+        self.paragraphs.push((self.heading.clone(), text));
     }
 
     fn push(&mut self, text: &str) {
@@ -95,13 +112,14 @@ impl Renderer {
                     self.h1 = level == HeadingLevel::H1;
                     self.title = Some(text.clone());
                 }
-                self.paragraphs.push(text);
+                self.heading = Some(html_escape::decode_html_entities(&text).into_owned());
+                self.paragraph(text);
             }
             TagEnd::CodeBlock => {
                 if let Some(code) = self.code.take() {
                     let code = code.trim_end();
                     if !code.trim().is_empty() {
-                        self.paragraphs.push(format!("```\n{code}\n```"));
+                        self.paragraph(format!("```\n{code}\n```"));
                     }
                 }
             }
@@ -126,7 +144,7 @@ impl Renderer {
                 if !cells.is_empty() {
                     let row = cells.join("; ");
                     let end = if row.ends_with(['.', '!', '?']) { "" } else { "." };
-                    self.paragraphs.push(format!("{row}{end}"));
+                    self.paragraph(format!("{row}{end}"));
                 }
                 self.row.clear();
             }
@@ -165,8 +183,19 @@ pub fn render(markdown: &str) -> Rendered {
         }
     }
     r.flush();
-    let text = r.paragraphs.join("\n\n");
-    Rendered { title: r.title, text: html_escape::decode_html_entities(&text).into_owned() }
+    let decoded = |text: &str| html_escape::decode_html_entities(text).into_owned();
+    let text = r.paragraphs.iter().map(|(_, p)| p.as_str()).collect::<Vec<_>>().join("\n\n");
+    let mut sections: Vec<Section> = Vec::new();
+    for (heading, paragraph) in r.paragraphs {
+        match sections.last_mut() {
+            Some(last) if last.heading == heading => {
+                last.text.push_str("\n\n");
+                last.text.push_str(&decoded(&paragraph));
+            }
+            _ => sections.push(Section { heading, text: decoded(&paragraph) }),
+        }
+    }
+    Rendered { title: r.title, text: decoded(&text), sections }
 }
 
 #[cfg(test)]
@@ -180,6 +209,22 @@ mod tests {
         let r = render(md);
         assert_eq!(r.title.as_deref(), Some("The Guide"));
         assert_eq!(r.text, "The Guide\n\nSee the keyword and here.\n\nListing 1: a short fn main & more.");
+    }
+
+    #[test]
+    fn the_text_is_cut_into_sections_under_their_headings() {
+        let r = render("Intro text.\n\n# Guide\n\nFirst.\n\n## Install &amp; run\n\nSecond.\n\nThird.\n");
+        let sections: Vec<(Option<&str>, &str)> =
+            r.sections.iter().map(|s| (s.heading.as_deref(), s.text.as_str())).collect();
+        assert_eq!(
+            sections,
+            [
+                (None, "Intro text."),
+                (Some("Guide"), "Guide\n\nFirst."),
+                (Some("Install & run"), "Install & run\n\nSecond.\n\nThird."),
+            ]
+        );
+        assert_eq!(r.text, sections.iter().map(|(_, t)| *t).collect::<Vec<_>>().join("\n\n"));
     }
 
     #[test]

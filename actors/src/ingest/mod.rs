@@ -4,13 +4,15 @@
 //! without an owner is shared with every tenant.
 
 pub mod chunk;
+pub mod files;
+pub mod formats;
 pub mod graph;
 pub mod links;
 pub mod markdown;
 pub mod target;
 
 use std::{
-    path::{Path, PathBuf},
+    path::PathBuf,
     time::{Duration, Instant},
 };
 
@@ -36,6 +38,19 @@ pub struct Document {
     pub metadata: JsonMap,
     /// Who may read it: its owner tenant and reader groups; shared by default.
     pub ownership: Ownership,
+    /// The text by section and page, when the format has them (Markdown, HTML, Office documents, PDF): each chunk
+    /// then names its section and page (`section` and `page` in its metadata), and citations show them. Empty: the
+    /// text is one part.
+    pub parts: Vec<Part>,
+}
+
+/// A part of a document's text: the paragraphs under one heading, or one page.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Part {
+    pub section: Option<String>,
+    /// 1-based, for paged formats.
+    pub page: Option<u32>,
+    pub text: String,
 }
 
 /// Gives every document the owner and groups the command line names (`--tenant`, `--groups`); a document whose
@@ -133,75 +148,50 @@ pub fn parse_jsonl(source: &str, text: &str) -> anyhow::Result<Vec<Document>> {
             Some(_) => bail!("{}: \"groups\" must be an array of group names", at()),
         };
         let ownership = Ownership::new(owner, &groups).map_err(|e| anyhow::anyhow!("{}: {e}", at()))?;
-        docs.push(Document { id, title, text, metadata, ownership });
+        docs.push(Document { parts: Vec::new(), id, title, text, metadata, ownership });
     }
     Ok(docs)
 }
 
 /// A Markdown file as one document, rendered as a person reads it ([`markdown::render`]): its first level-one
-/// heading is the title, else its first heading, else the file's stem.
+/// heading is the title, else its first heading, else the file's stem; its sections are its parts.
 pub fn parse_markdown(id: &str, stem: &str, text: String) -> Document {
     let rendered = markdown::render(&text);
     let title = rendered.title.unwrap_or_else(|| stem.to_string());
+    let parts = rendered.sections.into_iter().map(|s| Part { section: s.heading, page: None, text: s.text }).collect();
     Document {
         id: id.to_string(),
         title,
         text: rendered.text,
         metadata: JsonMap::new(),
         ownership: Ownership::shared(),
+        parts,
     }
 }
 
-fn read_file(path: &Path) -> anyhow::Result<Vec<Document>> {
-    let text = std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
-    let stem = path.file_stem().map(|s| s.to_string_lossy().to_string()).unwrap_or_default();
-    match path.extension().and_then(|e| e.to_str()).unwrap_or("") {
-        "jsonl" | "ndjson" => parse_jsonl(&path.display().to_string(), &text),
-        "md" | "markdown" => Ok(vec![parse_markdown(&path.display().to_string(), &stem, text)]),
-        "txt" | "text" => {
-            let id = path.display().to_string();
-            Ok(vec![Document { id, title: stem, text, metadata: JsonMap::new(), ownership: Ownership::shared() }])
-        }
-        other => bail!("{}: unsupported file type '{other}', expected .jsonl, .md or .txt", path.display()),
-    }
-}
-
-/// Expands directories (recursively, supported extensions only) and reads every document.
+/// Reads every document under `paths` (directories recursively), failing on the first file that cannot be read:
+/// for corpora that must be read whole (`sleuth eval`). `sleuth ingest docs` reads with [`files::read`] instead,
+/// which skips a bad file and says why.
 pub fn read_paths(paths: &[PathBuf]) -> anyhow::Result<Vec<Document>> {
-    let mut files = Vec::new();
-    for path in paths {
-        if path.is_dir() {
-            let mut stack = vec![path.clone()];
-            while let Some(dir) = stack.pop() {
-                for entry in std::fs::read_dir(&dir).with_context(|| format!("cannot list {}", dir.display()))? {
-                    let p = entry?.path();
-                    if p.is_dir() {
-                        stack.push(p);
-                    } else if matches!(
-                        p.extension().and_then(|e| e.to_str()),
-                        Some("jsonl" | "ndjson" | "md" | "markdown" | "txt")
-                    ) {
-                        files.push(p);
-                    }
-                }
-            }
-        } else if path.exists() {
-            files.push(path.clone());
-        } else {
-            bail!("{} does not exist", path.display());
-        }
+    let read = files::read(paths, &files::Selection::default())?;
+    if let Some(skipped) = read.skipped.first() {
+        bail!("{}: {}", skipped.path.display(), skipped.reason);
     }
-    files.sort();
-    let mut docs = Vec::new();
-    for file in files {
-        docs.extend(read_file(&file)?);
-    }
-    Ok(docs)
+    Ok(read.documents)
 }
 
-/// Splits a document into token windows (see [`chunk::windows`]); every chunk carries the title.
+/// Splits a document into token windows (see [`chunk::windows`]); every chunk carries the title, and the sections
+/// and page it is in. A paged document's window never spans two pages, so a citation names the right one; a
+/// document of sections is cut as one text (sections are often shorter than a window, and a window of a whole
+/// section and its neighbours retrieves better: the Rust book's first line went 0.633 → 0.467 with one window per
+/// section), each window naming the sections it spans ("Install / Configure").
 pub fn chunk(doc: &Document, tokenizer: Option<&Tokenizer>, max_tokens: usize, overlap: usize) -> Vec<Chunk> {
-    let windows = chunk::windows(&doc.text, tokenizer, max_tokens, overlap);
+    let pieces = if doc.parts.iter().any(|p| p.page.is_some()) {
+        packed(&doc.parts, tokenizer, max_tokens, overlap)
+    } else {
+        let windows = chunk::windows(&doc.text, tokenizer, max_tokens, overlap);
+        sectioned(&doc.text, &doc.parts, windows)
+    };
     let readers = doc.ownership.readers();
     let mut hash_input = format!(
         "{max_tokens}/{overlap}\n{}\n{}\n{}",
@@ -213,22 +203,97 @@ pub fn chunk(doc: &Document, tokenizer: Option<&Tokenizer>, max_tokens: usize, o
     if !readers.is_empty() {
         hash_input.push_str(&format!("\nreaders {readers:?}"));
     }
+    // Only with parts, so a document without them hashes as before; one whose parts change is written again.
+    for part in &doc.parts {
+        hash_input.push_str(&format!("\npart {:?} {:?} {}", part.section, part.page, part.text.len()));
+    }
     let doc_hash = Uuid::new_v5(&HASH_NAMESPACE, hash_input.as_bytes()).to_string();
-    let of = windows.len() as u32;
-    windows
+    let of = pieces.len() as u32;
+    pieces
         .into_iter()
         .enumerate()
-        .map(|(i, text)| Chunk {
-            doc_id: doc.id.clone(),
-            index: i as u32,
-            of,
-            title: doc.title.clone(),
-            text,
-            doc_hash: doc_hash.clone(),
-            metadata: doc.metadata.clone(),
-            readers: readers.clone(),
+        .map(|(i, (section, page, text))| {
+            let mut metadata = doc.metadata.clone();
+            if let Some(section) = section {
+                metadata.insert("section".into(), section.into());
+            }
+            if let Some(page) = page {
+                metadata.insert("page".into(), page.into());
+            }
+            Chunk {
+                doc_id: doc.id.clone(),
+                index: i as u32,
+                of,
+                title: doc.title.clone(),
+                text,
+                doc_hash: doc_hash.clone(),
+                metadata,
+                readers: readers.clone(),
+            }
         })
         .collect()
+}
+
+/// The windows of `text`, each with the headings of the sections it overlaps, joined with " / " (`None` before
+/// the first heading). `parts` are `text`'s sections in order, joined by blank lines.
+fn sectioned(text: &str, parts: &[Part], windows: Vec<String>) -> Vec<Piece> {
+    let mut ranges = Vec::with_capacity(parts.len());
+    let mut at = 0;
+    for part in parts {
+        let start = text[at..].find(part.text.as_str()).map_or(at, |i| at + i);
+        ranges.push((start, start + part.text.len(), part.section.as_deref()));
+        at = start + part.text.len();
+    }
+    let mut cursor = 0;
+    windows
+        .into_iter()
+        .map(|window| {
+            let start = text[cursor..].find(window.as_str()).map_or(cursor, |i| cursor + i);
+            let end = start + window.len();
+            cursor = start;
+            let mut names: Vec<&str> = Vec::new();
+            for &(from, to, section) in &ranges {
+                if let Some(name) = section.filter(|_| from < end && start < to)
+                    && !names.contains(&name)
+                {
+                    names.push(name);
+                }
+            }
+            let section = (!names.is_empty()).then(|| names.join(" / "));
+            (section, None, window)
+        })
+        .collect()
+}
+
+/// A chunk's text with the section and page it is in.
+type Piece = (Option<String>, Option<u32>, String);
+
+/// Fewest tokens a part stands alone with; a shorter one is read with the part after it on its page.
+const MIN_PART_TOKENS: usize = 16;
+
+/// The parts as windows, each part its own, a part too short to stand alone joined to the next.
+fn packed(parts: &[Part], tokenizer: Option<&Tokenizer>, max_tokens: usize, overlap: usize) -> Vec<Piece> {
+    let mut pieces: Vec<Piece> = Vec::new();
+    let mut carried = String::new();
+    let parts: Vec<&Part> = parts.iter().filter(|p| !p.text.trim().is_empty()).collect();
+    for (i, part) in parts.iter().enumerate() {
+        let text = if carried.is_empty() {
+            part.text.trim().to_string()
+        } else {
+            format!("{}\n\n{}", std::mem::take(&mut carried), part.text.trim())
+        };
+        let next_on_page = parts.get(i + 1).is_some_and(|next| next.page == part.page);
+        if next_on_page && chunk::count(&text, tokenizer) < MIN_PART_TOKENS {
+            carried = text;
+            continue;
+        }
+        let windows = chunk::windows(&text, tokenizer, max_tokens, overlap);
+        pieces.extend(windows.into_iter().map(|w| (part.section.clone(), part.page, w)));
+    }
+    if pieces.is_empty() {
+        pieces.push((None, None, String::new()));
+    }
+    pieces
 }
 
 /// Documents per write batch: their chunks are embedded together and upserted in one operation.
@@ -331,8 +396,38 @@ mod tests {
     }
 
     #[test]
+    fn a_chunk_is_in_one_section_and_page_and_names_them() {
+        let doc = parse_markdown(
+            "guide.md",
+            "guide",
+            "# Guide\n\n## Install\n\nRun the installer and follow every prompt until it says the install is done.\n\n\
+             ## Configure\n\nThe retries option defaults to three attempts, each a second after the one before.\n"
+                .into(),
+        );
+        let chunks = chunk(&doc, None, 30, 5);
+        let placed: Vec<(Option<&str>, &str)> =
+            chunks.iter().map(|c| (c.metadata.get("section").and_then(|v| v.as_str()), c.text.as_str())).collect();
+        assert_eq!(placed.len(), 2, "{placed:?}");
+        assert_eq!(placed[0].0, Some("Guide / Install / Configure"), "{placed:?}");
+        assert_eq!(placed[1].0, Some("Configure"), "{placed:?}");
+        assert_eq!(chunk(&doc, None, 200, 20)[0].metadata["section"], "Guide / Install / Configure");
+        let paged = Document {
+            parts: vec![
+                Part { section: None, page: Some(1), text: "Short.".into() },
+                Part { section: None, page: Some(2), text: "The door code is 4471.".into() },
+            ],
+            ..doc.clone()
+        };
+        let pages: Vec<Option<u64>> =
+            chunk(&paged, None, 200, 20).iter().map(|c| c.metadata.get("page").and_then(|v| v.as_u64())).collect();
+        assert_eq!(pages, [Some(1), Some(2)], "a page stands alone however short");
+        assert_ne!(chunk(&paged, None, 200, 20)[0].doc_hash, chunks[0].doc_hash);
+    }
+
+    #[test]
     fn chunks_overlap_and_carry_the_title() {
         let doc = Document {
+            parts: Vec::new(),
             id: "d".into(),
             title: "T".into(),
             text: (0..50).map(|i| i.to_string()).collect::<Vec<_>>().join(" "),

@@ -13,7 +13,7 @@ use uuid::Uuid;
 use super::{NodeContext, patience::patiently, publish::publish_all};
 use crate::{
     machine::{self, NewRequest},
-    stages::intake::{analyze_in, llm_rewrite, normalize, understand, validate},
+    stages::intake::{analyze_in, history, llm_rewrite, normalize, understand, validate},
     store::{Committed, StoreError},
     telemetry::{self, Scope, TraceHeaders, context, scope},
 };
@@ -154,7 +154,10 @@ async fn accept(
         ctx.quotas.admit(&*ctx.store, Some(p), limits, request_id, now_ms.saturating_add(timeout)).await?;
     }
     let conversation = request.conversation_id.as_deref().map(|id| conversation_key(by.as_ref(), id));
+    let types = &*ctx.entity_types.get();
     let previous = match &conversation {
+        // The client's history is the conversation: a chat client sends all of it with each message.
+        _ if !request.history.is_empty() => history::previous_turn(&request.history, types),
         Some(id) => ctx.conversations.last_turn(id).await.unwrap_or_else(|e| {
             // Without the conversation the question is still answerable, only not as a follow-up.
             tracing::warn!(conversation_id = %id, error = %e, "cannot read the conversation: answering without it");
@@ -162,7 +165,6 @@ async fn accept(
         }),
         None => None,
     };
-    let types = &*ctx.entity_types.get();
     let (mut analysis, usage, rewriter_failed) = match (&previous, &ctx.rewriter) {
         // With an LLM, a follow-up is rewritten by the model; the deterministic rewriter is its fallback.
         (Some(prev), Some(llm)) => {
@@ -272,6 +274,7 @@ async fn accept(
             entities: a.entities.clone(),
             clarifying_questions: a.clarifying_questions.clone(),
             at_ms: now_ms,
+            answer: None,
         };
         if let Err(e) = ctx.conversations.record(id, turn).await {
             tracing::warn!(conversation_id = %id, error = %e, "cannot record the conversation turn");

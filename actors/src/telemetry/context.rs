@@ -35,18 +35,25 @@ impl TraceHeaders {
     /// headers are copied into the request's loop state, which must stay loadable whatever a sender attaches.
     pub fn from_nats(headers: Option<&HeaderMap>) -> TraceHeaders {
         let Some(headers) = headers else { return TraceHeaders::default() };
-        let get = |name: &str, max: usize| {
-            let value = headers.get(name).map(|v| v.as_str().to_string()).filter(|v| !v.is_empty())?;
+        let get = |name: &str| headers.get(name).map(|v| v.as_str());
+        TraceHeaders::given(get(TRACEPARENT), get(TRACESTATE), get(BAGGAGE))
+    }
+
+    /// The three fields as a caller gave them (NATS headers, an MCP request's `_meta`), each dropped when empty or
+    /// longer than W3C lets it be (see [`TraceHeaders::from_nats`]).
+    pub fn given(traceparent: Option<&str>, tracestate: Option<&str>, baggage: Option<&str>) -> TraceHeaders {
+        let get = |name: &str, value: Option<&str>, max: usize| {
+            let value = value.filter(|v| !v.is_empty())?;
             if value.len() > max {
                 tracing::warn!(header = name, bytes = value.len(), max, "trace header too long, dropped");
                 return None;
             }
-            Some(value)
+            Some(value.to_string())
         };
         TraceHeaders {
-            traceparent: get(TRACEPARENT, 128),
-            tracestate: get(TRACESTATE, 512),
-            baggage: get(BAGGAGE, 8192),
+            traceparent: get(TRACEPARENT, traceparent, 128),
+            tracestate: get(TRACESTATE, tracestate, 512),
+            baggage: get(BAGGAGE, baggage, 8192),
         }
     }
 

@@ -14,7 +14,14 @@ use sleuth_actors::{
 use sleuth_messages::{AskReply, AskRequest, JsonMap, Outcome, Principal};
 
 fn doc(id: &str, title: &str, text: &str, ownership: Ownership) -> Document {
-    Document { id: id.into(), title: title.into(), text: text.into(), metadata: JsonMap::new(), ownership }
+    Document {
+        parts: Vec::new(),
+        id: id.into(),
+        title: title.into(),
+        text: text.into(),
+        metadata: JsonMap::new(),
+        ownership,
+    }
 }
 
 fn owned(tenant: &str, groups: &[&str]) -> Ownership {

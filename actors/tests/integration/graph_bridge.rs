@@ -14,6 +14,7 @@ use sleuth_messages::{Action, AskRequest, JsonMap, Outcome};
 
 fn doc(id: &str, title: &str, text: &str) -> Document {
     Document {
+        parts: Vec::new(),
         id: id.into(),
         title: title.into(),
         text: text.into(),

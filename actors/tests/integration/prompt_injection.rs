@@ -110,6 +110,7 @@ fn corpus() -> Vec<Document> {
     for (id, title, fact, _, _) in TOPICS {
         for (k, injection) in INJECTIONS.iter().enumerate() {
             docs.push(Document {
+                parts: Vec::new(),
                 id: format!("{id}-{k}"),
                 title: format!("{title} notes {k}"),
                 text: format!("{fact} {injection}"),

@@ -45,7 +45,14 @@ async fn minilm_reproduces_the_sentence_transformers_quickstart() {
 fn doc(id: &str, title: &str, text: &str, year: i64) -> Document {
     let mut metadata = JsonMap::new();
     metadata.insert("year".into(), year.into());
-    Document { id: id.into(), title: title.into(), text: text.into(), metadata, ownership: Default::default() }
+    Document {
+        parts: Vec::new(),
+        id: id.into(),
+        title: title.into(),
+        text: text.into(),
+        metadata,
+        ownership: Default::default(),
+    }
 }
 
 fn fixture() -> Vec<Document> {

@@ -411,6 +411,8 @@ pub fn cited_response(
             doc_id: c.hit.doc_id.clone(),
             title: c.hit.title.clone(),
             card: c.n,
+            section: c.hit.metadata.get("section").and_then(|v| v.as_str()).map(str::to_string),
+            page: c.hit.metadata.get("page").and_then(|v| v.as_u64()).and_then(|p| u32::try_from(p).ok()),
         })
         .collect();
     let source_entities: Vec<EntityRef> =

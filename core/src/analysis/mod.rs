@@ -7,12 +7,13 @@
 pub mod chain;
 mod classify;
 mod complexity;
+pub mod history;
 mod literals;
 mod rewrite;
 
 use sleuth_messages::{
-    AskRequest, ClarifyingQuestion, ConversationTurn, ErrorKind, ErrorResponse, QueryAnalysis, QueryType, Route,
-    SCHEMA_VERSION, conversation::valid_conversation_id,
+    AskRequest, ClarifyingQuestion, ConversationTurn, ErrorKind, ErrorResponse, MAX_HISTORY_TURN_BYTES,
+    MAX_HISTORY_TURNS, QueryAnalysis, QueryType, Route, SCHEMA_VERSION, conversation::valid_conversation_id,
 };
 
 use crate::{entity_types::EntityTypes, text};
@@ -36,6 +37,22 @@ pub fn validate(request: &AskRequest, max_bytes: usize) -> Result<String, ErrorR
         return Err(ErrorResponse::new(
             ErrorKind::InvalidInput,
             "conversation_id must be 1 to 128 characters of letters, digits, '_', '=', '.' and '-'",
+        ));
+    }
+    if request.history.len() > MAX_HISTORY_TURNS {
+        return Err(ErrorResponse::new(
+            ErrorKind::InvalidInput,
+            format!(
+                "history has {} turns, the limit is {MAX_HISTORY_TURNS}: send the most recent ones",
+                request.history.len()
+            ),
+        ));
+    }
+    if let Some((i, turn)) = request.history.iter().enumerate().find(|(_, t)| t.content.len() > MAX_HISTORY_TURN_BYTES)
+    {
+        return Err(ErrorResponse::new(
+            ErrorKind::InvalidInput,
+            format!("history[{i}] is {} bytes, the limit is {MAX_HISTORY_TURN_BYTES}", turn.content.len()),
         ));
     }
     let normalized = normalize(&request.query);
@@ -267,6 +284,7 @@ mod tests {
             entities: vec!["Lothair II".into()],
             clarifying_questions: Vec::new(),
             at_ms: 0,
+            answer: None,
         };
         let a = analyze_in("and his mother?", Some(&previous), &crate::fixtures::demo_types());
         assert_eq!(a.rewritten, "When did Lothair II's mother die");
@@ -292,6 +310,18 @@ mod tests {
         assert_eq!(err.kind, ErrorKind::InvalidInput);
         let err = validate(&AskRequest::new("x".repeat(101)), 100).unwrap_err();
         assert_eq!(err.kind, ErrorKind::InvalidInput);
+    }
+
+    #[test]
+    fn a_history_too_long_or_with_a_turn_too_large_is_invalid_input() {
+        use sleuth_messages::PriorTurn;
+        let mut request = AskRequest::new("and his mother?");
+        request.history = vec![PriorTurn::user("Who is Luffy?"); MAX_HISTORY_TURNS];
+        assert!(validate(&request, 100).is_ok());
+        request.history.push(PriorTurn::assistant("Luffy"));
+        assert!(validate(&request, 100).unwrap_err().message.contains("history has 33 turns"));
+        request.history = vec![PriorTurn::assistant("x".repeat(MAX_HISTORY_TURN_BYTES + 1))];
+        assert!(validate(&request, 100).unwrap_err().message.contains("history[0]"));
     }
 
     #[test]

@@ -9,6 +9,13 @@ use crate::text;
 /// Personal pronouns that stand for the previous turn's entity, and possessives that become "X's".
 const PRONOUNS: &[&str] = &["he", "she", "him", "it", "they", "them"];
 const POSSESSIVES: &[&str] = &["his", "her", "its", "their"];
+/// The pronouns that stand for a person, and those that stand for a thing: when the previous turn's answer is
+/// known, a person's pronoun may stand for the person it named, a thing's for the thing.
+const PERSONAL: &[&str] = &["he", "she", "him", "his", "her"];
+const IMPERSONAL: &[&str] = &["it", "its"];
+/// Verbs after "who" that ask who someone is ("Who was Lothair II?"): a pronoun after it stands for that name,
+/// not for the answer.
+const COPULAS: &[&str] = &["is", "was", "are", "were", "'s"];
 /// Openers of an elliptical follow-up: "and Nami?", "what about his mother?", "et Zoro ?", "und Zoro?".
 const ELLIPSIS: &[&str] = &["and", "what about", "how about", "et", "et pour", "y", "und", "und was ist mit", "e"];
 /// Words that make a sentence a full question on its own.
@@ -28,14 +35,22 @@ pub fn resolve(question: &str, previous: Option<&ConversationTurn>) -> (String, 
     if !previous.clarifying_questions.is_empty() {
         return clarified(question, previous);
     }
-    let Some(entity) = previous.entities.first() else { return (question.to_string(), Vec::new()) };
     let frame = previous.rewritten.trim_end_matches(['?', '.', '!']);
+    let answered = Answered::of(previous);
+    let Some(entity) = previous.entities.first().or(answered.person.as_ref()).or(answered.thing.as_ref()) else {
+        return (question.to_string(), Vec::new());
+    };
     // The entity as the previous question wrote it ("Monkey D. Luffy" for the span "Monkey D Luffy").
     let span = find_name(frame, entity);
     let referent = span.map_or(entity.as_str(), |(start, end)| &frame[start..end]);
+    let referents = Referents {
+        person: answered.person.as_deref().unwrap_or(referent),
+        thing: answered.thing.as_deref().unwrap_or(referent),
+        other: referent,
+    };
     // A question that names its own entities keeps its pronouns: they refer to those.
     let (substituted, mut notes) = if text::name_spans(question).is_empty() {
-        substitute(question, referent)
+        substitute(question, &referents)
     } else {
         (question.to_string(), Vec::new())
     };
@@ -49,6 +64,63 @@ pub fn resolve(question: &str, previous: Option<&ConversationTurn>) -> (String, 
     };
     notes.push(format!("follow-up → {rewritten}"));
     (rewritten, notes)
+}
+
+/// What the previous turn's answer may stand for in a follow-up: the person a who-question asked for ("Who
+/// directed Alien?" "Ridley Scott"), or the thing a which- or what-question asked for ("Which anime is Luffy in?"
+/// "One Piece"). "Who was Lothair II?" asks who a named person is: its pronouns stay his.
+#[derive(Debug, Default)]
+struct Answered {
+    person: Option<String>,
+    thing: Option<String>,
+}
+
+impl Answered {
+    fn of(previous: &ConversationTurn) -> Answered {
+        let Some(answer) = previous.answer.as_deref().map(str::trim).filter(|a| !a.is_empty()) else {
+            return Answered::default();
+        };
+        let words: Vec<&str> = previous.rewritten.split_whitespace().collect();
+        let word = |i: usize| words.get(i).map(|w| w.to_lowercase()).unwrap_or_default();
+        let answer = Some(answer.to_string());
+        match word(0).as_str() {
+            "who" | "whom" if !(COPULAS.contains(&word(1).as_str()) && is_a_name(&words[2.min(words.len())..])) => {
+                Answered { person: answer, thing: None }
+            }
+            "which" | "what" => Answered { person: None, thing: answer },
+            _ => Answered::default(),
+        }
+    }
+}
+
+/// Whether `words` are one name and nothing else ("Lothair II?", not "Luffy's brother?").
+fn is_a_name(words: &[&str]) -> bool {
+    let spans = text::name_spans(&words.join(" "));
+    spans.len() == 1 && spans[0].split_whitespace().count() == words.len()
+}
+
+/// What each kind of pronoun stands for.
+struct Referents<'a> {
+    person: &'a str,
+    thing: &'a str,
+    /// "they", "them", "their", and every pronoun when the answer is not known.
+    other: &'a str,
+}
+
+impl Referents<'_> {
+    fn all(referent: &str) -> Referents<'_> {
+        Referents { person: referent, thing: referent, other: referent }
+    }
+
+    fn of(&self, pronoun: &str) -> &str {
+        if PERSONAL.contains(&pronoun) {
+            self.person
+        } else if IMPERSONAL.contains(&pronoun) {
+            self.thing
+        } else {
+            self.other
+        }
+    }
 }
 
 /// Where `name` occurs in `text`, whole words, each word optionally followed by a period ("Monkey D Luffy" finds
@@ -66,7 +138,7 @@ fn find_name(text: &str, name: &str) -> Option<(usize, usize)> {
 /// appended to it.
 fn clarified(answer: &str, previous: &ConversationTurn) -> (String, Vec<String>) {
     let answer = answer.trim_end_matches(['?', '.', '!', ' ']).trim();
-    let (substituted, _) = substitute(&previous.query, answer);
+    let (substituted, _) = substitute(&previous.query, &Referents::all(answer));
     let merged = if substituted != previous.query {
         substituted
     } else {
@@ -75,13 +147,14 @@ fn clarified(answer: &str, previous: &ConversationTurn) -> (String, Vec<String>)
     (merged.clone(), vec![format!("clarified → {merged}")])
 }
 
-/// Replaces English pronouns with `referent` (possessives with `referent's`).
-fn substitute(question: &str, referent: &str) -> (String, Vec<String>) {
+/// Replaces English pronouns with what they stand for (possessives with `referent's`).
+fn substitute(question: &str, referents: &Referents<'_>) -> (String, Vec<String>) {
     let mut notes = Vec::new();
     let mut out: Vec<String> = Vec::new();
     for word in question.split(' ') {
         let core = word.trim_matches(|c: char| !c.is_alphanumeric());
         let lower = core.to_lowercase();
+        let referent = referents.of(&lower);
         let replacement = if POSSESSIVES.contains(&lower.as_str()) {
             Some(format!("{referent}'s"))
         } else if PRONOUNS.contains(&lower.as_str()) {
@@ -170,6 +243,7 @@ mod tests {
             entities: entities.iter().map(|e| e.to_string()).collect(),
             clarifying_questions: Vec::new(),
             at_ms: 0,
+            answer: None,
         }
     }
 
@@ -190,6 +264,42 @@ mod tests {
             assert_eq!(got, *want, "{q} after {prev}");
         }
         assert_eq!(resolve("and his mother?", None).0, "and his mother?");
+    }
+
+    #[test]
+    fn a_pronoun_stands_for_the_answer_its_kind_asked_for() {
+        let answered = |query: &str, entities: &[&str], answer: &str| ConversationTurn {
+            answer: Some(answer.into()),
+            ..turn(query, entities)
+        };
+        let cases: &[(&str, ConversationTurn, &str)] = &[
+            (
+                "Where was he born?",
+                answered("Who directed Alien?", &["Alien"], "Ridley Scott"),
+                "Where was Ridley Scott born?",
+            ),
+            (
+                "When did it start?",
+                answered("Which anime is Luffy in?", &["Luffy"], "One Piece"),
+                "When did One Piece start?",
+            ),
+            (
+                "Who is his brother?",
+                answered("Which anime is Luffy in?", &["Luffy"], "One Piece"),
+                "Who is Luffy's brother?",
+            ),
+            (
+                "When did he die?",
+                answered("Who was Lothair II?", &["Lothair II"], "a king"),
+                "When did Lothair II die?",
+            ),
+            ("Where was he born?", answered("Who is Luffy's brother?", &["Luffy"], "Ace"), "Where was Ace born?"),
+            ("Where is it?", answered("When did Lothair II die?", &["Lothair II"], "869"), "Where is Lothair II?"),
+            ("Who wrote it?", answered("What is the longest anime?", &[], "Sazae-san"), "Who wrote Sazae-san?"),
+        ];
+        for (q, previous, want) in cases {
+            assert_eq!(resolve(q, Some(previous)).0, *want, "{q} after {}", previous.query);
+        }
     }
 
     #[test]

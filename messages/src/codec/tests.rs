@@ -6,7 +6,7 @@ use uuid::Uuid;
 use super::*;
 use crate::{
     JsonMap,
-    analysis::{AskRequest, ComplexityScore, QueryAnalysis, QueryType, RetrieverWeights, Route},
+    analysis::{AskRequest, ComplexityScore, PriorTurn, QueryAnalysis, QueryType, RetrieverWeights, Route},
     conversation::{Conversation, ConversationTurn, valid_conversation_id},
     degraded::{Backend, Degradation},
     envelope::{Envelope, Stage, WorkItem},
@@ -169,6 +169,8 @@ pub(super) fn sample_state() -> LoopState {
                 doc_id: "d1".into(),
                 title: "Title d1".into(),
                 card: 1,
+                section: None,
+                page: None,
             }],
             confidence: 0.9,
             termination_reason: TerminationReason::Sufficient,
@@ -233,6 +235,32 @@ fn short_answer_golden_bytes_do_not_drift() {
     assert_eq!(decode::<ShortAnswer>(json).unwrap().0.kind, AnswerKind::YesNo);
 }
 
+#[test]
+fn a_citation_s_section_and_page_are_additive() {
+    // A citation without them writes no key for them (the state's golden bytes stay as they were); one with them
+    // carries both by name.
+    let mut citation = Citation {
+        n: 1,
+        hit_id: "r.pdf#2".into(),
+        doc_id: "r.pdf".into(),
+        title: "r".into(),
+        card: 3,
+        section: None,
+        page: None,
+    };
+    let bare = String::from_utf8(encode(&citation, Encoding::Json).unwrap()).unwrap();
+    assert!(!bare.contains("section") && !bare.contains("page"), "{bare}");
+    assert_eq!(citation.place(), "r");
+    (citation.section, citation.page) = (Some("Results".into()), Some(12));
+    let hex: String = encode(&citation, Encoding::MsgPack).unwrap().iter().map(|b| format!("{b:02x}")).collect();
+    assert_eq!(hex, GOLDEN_CITATION_WITH_PLACE);
+    assert_eq!(decode::<Citation>(&encode(&citation, Encoding::MsgPack).unwrap()).unwrap().0, citation);
+    assert_eq!(citation.place(), "r › Results, p. 12");
+}
+
+// packb({"n": 1, "hit_id": "r.pdf#2", "doc_id": "r.pdf", "title": "r", "card": 3, "section": "Results", "page": 12}).
+const GOLDEN_CITATION_WITH_PLACE: &str = "87a16e01a66869745f6964a7722e7064662332a6646f635f6964a5722e706466a57469746c65a172a46361726403a773656374696f6ea7526573756c7473a4706167650c";
+
 // Cross-checked with Python's msgpack: packb({"text": "One Piece", "kind": "entity", "citations": [1]}).
 const GOLDEN_SHORT_ANSWER: &str = "83a474657874a94f6e65205069656365a46b696e64a6656e74697479a96369746174696f6e739101";
 
@@ -250,6 +278,26 @@ fn ask_request_golden_bytes_do_not_drift() {
     let hex: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
     assert_eq!(hex, GOLDEN_ASK_REQUEST);
 }
+
+#[test]
+fn ask_request_history_golden_bytes_do_not_drift() {
+    // Additive: a request without history writes no key for it (the bytes above), and one with it carries each
+    // turn's role and content by name; a request from before history existed decodes with none.
+    let request = AskRequest {
+        history: vec![PriorTurn::user("Who directed Alien?"), PriorTurn::assistant("Ridley Scott [1]")],
+        ..AskRequest::new("Where was he born?")
+    };
+    let hex: String = encode(&request, Encoding::MsgPack).unwrap().iter().map(|b| format!("{b:02x}")).collect();
+    assert_eq!(hex, GOLDEN_ASK_REQUEST_WITH_HISTORY);
+    let json = br#"{"query":"Where was he born?","history":[{"role":"user","content":"Who directed Alien?"},{"role":"assistant","content":"Ridley Scott [1]"}]}"#;
+    assert_eq!(decode::<AskRequest>(json).unwrap().0, request);
+    assert!(decode::<AskRequest>(br#"{"query":"q","history":[{"role":"system","content":"x"}]}"#).is_err());
+    assert!(decode::<AskRequest>(br#"{"query":"q"}"#).unwrap().0.history.is_empty());
+}
+
+// Cross-checked with Python's msgpack: packb({"query": "Where was he born?", "history": [{"role": "user",
+// "content": "Who directed Alien?"}, {"role": "assistant", "content": "Ridley Scott [1]"}]}).
+const GOLDEN_ASK_REQUEST_WITH_HISTORY: &str = "82a57175657279b257686572652077617320686520626f726e3fa7686973746f72799282a4726f6c65a475736572a7636f6e74656e74b357686f20646972656374656420416c69656e3f82a4726f6c65a9617373697374616e74a7636f6e74656e74b05269646c65792053636f7474205b315d";
 
 #[test]
 fn deadline_timer_is_the_work_items_envelope() {
@@ -466,6 +514,7 @@ fn conversation_golden_bytes_do_not_drift() {
             entities: vec!["E".into()],
             clarifying_questions: vec![],
             at_ms: 1,
+            answer: None,
         }],
     };
     let bytes = encode(&conversation, Encoding::MsgPack).unwrap();
@@ -478,6 +527,31 @@ fn conversation_golden_bytes_do_not_drift() {
 // Cross-checked with Python's msgpack: packb({"turns": [{"request_id": bytes(16), "query": "q", "rewritten": "r",
 // "entities": ["E"], "at_ms": 1}]}, use_bin_type=True); a UUID is 16 raw bytes in MessagePack.
 const GOLDEN_CONVERSATION: &str = "81a57475726e739185aa726571756573745f6964c41000000000000000000000000000000000a57175657279a171a972657772697474656ea172a8656e74697469657391a145a561745f6d7301";
+
+#[test]
+fn a_turn_s_answer_is_additive() {
+    let mut conversation = Conversation {
+        turns: vec![ConversationTurn {
+            request_id: Uuid::nil(),
+            query: "q".into(),
+            rewritten: "r".into(),
+            entities: vec!["E".into()],
+            clarifying_questions: vec![],
+            at_ms: 1,
+            answer: None,
+        }],
+    };
+    let before: String = encode(&conversation, Encoding::MsgPack).unwrap().iter().map(|b| format!("{b:02x}")).collect();
+    assert_eq!(before, GOLDEN_CONVERSATION, "a turn without an answer writes no key for it");
+    conversation.turns[0].answer = Some("A".into());
+    let bytes = encode(&conversation, Encoding::MsgPack).unwrap();
+    let hex: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
+    assert_eq!(hex, GOLDEN_CONVERSATION_WITH_ANSWER);
+    assert_eq!(decode::<Conversation>(&bytes).unwrap().0, conversation);
+}
+
+// packb({"turns": [{... as above ..., "at_ms": 1, "answer": "A"}]}, use_bin_type=True).
+const GOLDEN_CONVERSATION_WITH_ANSWER: &str = "81a57475726e739186aa726571756573745f6964c41000000000000000000000000000000000a57175657279a171a972657772697474656ea172a8656e74697469657391a145a561745f6d7301a6616e73776572a141";
 
 #[test]
 fn conversation_ids_are_kv_keys() {

@@ -213,6 +213,27 @@ async fn the_fast_lanes_and_ingestion_over_http() {
     assert_eq!(status, 404);
     let (status, error) = post(&gateway, "/v1/documents", None, r#"{"documents":[{"id":"x"}]}"#).await;
     assert_eq!(status, 422, "a document without text: {error}");
+
+    // Files as a user has them: a web page is read without its chrome; a damaged PDF is skipped, saying why.
+    use base64::Engine;
+    let encode = |bytes: &[u8]| base64::engine::general_purpose::STANDARD.encode(bytes);
+    let page = "<html><body><nav>Home | Pricing</nav><h1>Quenfir caves</h1>\
+                <p>The caves of Quenfir are lit by the glow of the zorblax.</p><footer>Imprint</footer></body></html>";
+    let body = json!({ "files": [
+        { "name": "quenfir.html", "content_base64": encode(page.as_bytes()) },
+        { "name": "broken.pdf", "content_base64": encode(b"%PDF-1.7 nothing more") },
+    ]});
+    let (status, ingested) = post(&gateway, "/v1/documents", None, &body.to_string()).await;
+    assert_eq!(status, 201, "{ingested}");
+    assert_eq!(ingested["documents"], 1, "{ingested}");
+    assert_eq!(ingested["skipped"][0]["name"], "broken.pdf", "{ingested}");
+    let (status, reply) = post(&gateway, "/v1/ask", None, r#"{"query":"What lights the caves of Quenfir?"}"#).await;
+    assert_eq!(status, 200, "{reply}");
+    assert!(reply.to_string().contains("quenfir.html"), "the page is not cited: {reply}");
+    assert!(!reply["outcome"]["answer"]["answer"].to_string().contains("Pricing"), "{reply}");
+    let bad = json!({ "files": [{ "name": "../etc/passwd.txt", "content_base64": encode(b"x") }] }).to_string();
+    let (status, error) = post(&gateway, "/v1/documents", None, &bad).await;
+    assert_eq!(status, 422, "a path, not a name: {error}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -23,6 +23,31 @@ async fn the_openai_python_client_works_unchanged_but_for_base_url() {
     assert!(seen["citations"].as_u64().unwrap() >= 1 && seen["stream_citations"].as_u64().unwrap() >= 1, "{seen}");
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_mcp_python_client_speaks_each_revision_and_gets_structured_answers() {
+    // 2026-07-28 found by discovery and adopted directly, 2025-11-25 by the handshake, 2025-06-18 by a raw
+    // initialize; every tool with an output schema, `ask` with `structuredContent`, and no error on close.
+    let dir = tempfile::tempdir().unwrap();
+    let gateway = Gateway::start(dir.path(), &[]);
+    let args = vec![gateway.url("/mcp"), "Which anime is Luffy in?".into(), "One Piece".into()];
+    let seen = run_client("mcp_revisions.py", args, vec![]).await;
+    for mode in ["auto", "2026-07-28", "legacy"] {
+        assert_eq!(seen[mode]["short_answer"], "One Piece", "{seen}");
+        assert!(seen[mode]["ask_schema"].as_array().unwrap().contains(&json!("citations")), "{seen}");
+    }
+    assert_eq!(seen["raw"]["closed"], 204, "{seen}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_chat_client_s_history_is_the_conversation_and_a_follow_up_resolves_against_it() {
+    // Three turns, each sending the whole history as chat clients do; then a history sleuth never saw.
+    let dir = tempfile::tempdir().unwrap();
+    let gateway = Gateway::start(dir.path(), &[]);
+    let seen = run_client("openai_chat_history.py", vec![gateway.url("/v1")], vec![]).await;
+    assert_eq!(seen["chat"][2]["understood"], "Where was Masashi Kishimoto born", "{seen}");
+    assert_eq!(seen["pasted"]["understood"], "Which city is Studio Ghibli based in", "{seen}");
+}
+
 /// The test's Python, which must have `module`; a clear failure otherwise.
 fn python_with(module: &str) -> String {
     let python = std::env::var("SLEUTH_TEST_PYTHON").unwrap_or_else(|_| "python3".into());

@@ -8,6 +8,7 @@ mod control;
 mod crash;
 mod deploy;
 mod distributed;
+mod documents;
 mod gateway;
 mod gateway_clients;
 mod graph;

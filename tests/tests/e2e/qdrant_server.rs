@@ -39,7 +39,14 @@ fn server_config() -> (Config, Option<OwnQdrant>) {
 fn doc(id: &str, text: &str, year: i64) -> Document {
     let mut metadata = JsonMap::new();
     metadata.insert("year".into(), year.into());
-    Document { id: id.into(), title: id.into(), text: text.into(), metadata, ownership: Default::default() }
+    Document {
+        parts: Vec::new(),
+        id: id.into(),
+        title: id.into(),
+        text: text.into(),
+        metadata,
+        ownership: Default::default(),
+    }
 }
 
 #[tokio::test]
