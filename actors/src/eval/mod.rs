@@ -213,7 +213,7 @@ pub async fn run(
     let node = Node::embedded(config.clone()).await?;
     let retriever: Arc<Retriever> = node.retriever.clone().context("the embedded node has no index")?;
     if let Some(corpus) = corpus {
-        let docs = ingest::read_paths(&[corpus.to_path_buf()])?;
+        let docs = ingest::files::read_paths(&[corpus.to_path_buf()])?;
         let summary = ingest::ingest(&retriever, docs, true).await?;
         eprintln!("corpus: {summary}");
     }

@@ -120,6 +120,17 @@ pub fn read(paths: &[PathBuf], selection: &Selection) -> anyhow::Result<Read> {
     Ok(out)
 }
 
+/// Reads every document under `paths` (directories recursively), failing on the first file that cannot be read:
+/// for corpora that must be read whole (`sleuth eval`). `sleuth ingest docs` reads with [`read`] instead,
+/// which skips a bad file and says why.
+pub fn read_paths(paths: &[PathBuf]) -> anyhow::Result<Vec<Document>> {
+    let found = read(paths, &Selection::default())?;
+    if let Some(skipped) = found.skipped.first() {
+        anyhow::bail!("{}: {}", skipped.path.display(), skipped.reason);
+    }
+    Ok(found.documents)
+}
+
 fn read_one(file: &Path) -> anyhow::Result<Vec<Document>> {
     let size = std::fs::metadata(file).context("cannot read it")?.len();
     if size > MAX_FILE_BYTES {

@@ -11,10 +11,7 @@ pub mod links;
 pub mod markdown;
 pub mod target;
 
-use std::{
-    path::PathBuf,
-    time::{Duration, Instant},
-};
+use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail};
 use indicatif::{ProgressBar, ProgressStyle};
@@ -167,17 +164,6 @@ pub fn parse_markdown(id: &str, stem: &str, text: String) -> Document {
         ownership: Ownership::shared(),
         parts,
     }
-}
-
-/// Reads every document under `paths` (directories recursively), failing on the first file that cannot be read:
-/// for corpora that must be read whole (`sleuth eval`). `sleuth ingest docs` reads with [`files::read`] instead,
-/// which skips a bad file and says why.
-pub fn read_paths(paths: &[PathBuf]) -> anyhow::Result<Vec<Document>> {
-    let read = files::read(paths, &files::Selection::default())?;
-    if let Some(skipped) = read.skipped.first() {
-        bail!("{}: {}", skipped.path.display(), skipped.reason);
-    }
-    Ok(read.documents)
 }
 
 /// Splits a document into token windows (see [`chunk::windows`]); every chunk carries the title, and the sections

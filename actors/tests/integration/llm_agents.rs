@@ -109,7 +109,7 @@ async fn instructions_inside_a_retrieved_document_stay_data() {
     // The hostile document goes into the node's own index, next to the demo corpus.
     let node = Node::embedded(config(dir.path(), &url)).await.expect("embedded node");
     let retriever = node.retriever.clone().expect("the embedded node has a retriever");
-    let parsed = sleuth_actors::ingest::read_paths(&[docs]).unwrap();
+    let parsed = sleuth_actors::ingest::files::read_paths(&[docs]).unwrap();
     sleuth_actors::ingest::ingest(&retriever, parsed, false).await.unwrap();
     let reply = node.ask(AskRequest::new(QUESTION), None).await.expect("a reply");
     node.shutdown().await;
