@@ -110,7 +110,11 @@ pub fn read(paths: &[PathBuf], selection: &Selection) -> anyhow::Result<Read> {
         match read_one(&file) {
             Ok(documents) => {
                 out.files += 1;
-                out.pages += documents.iter().flat_map(|d| &d.parts).filter_map(|p| p.page).count();
+                // A page cut into sections is several parts: count it once.
+                out.pages += documents
+                    .iter()
+                    .map(|d| d.parts.iter().filter_map(|p| p.page).collect::<std::collections::BTreeSet<_>>().len())
+                    .sum::<usize>();
                 out.documents.extend(documents);
             }
             Err(e) => out.skipped.push(Skipped { path: file, reason: format!("{e:#}") }),

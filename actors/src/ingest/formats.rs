@@ -1,15 +1,16 @@
 //! The file formats `sleuth ingest docs` reads, each into [`Document`]s with its structure kept: Markdown and
 //! plain text as they are; HTML without its page chrome (navigation, header, footer, scripts) and Office documents
 //! (.docx, .xlsx, .pptx and the legacy binaries) through their Markdown, so headings become sections and tables
-//! rows with their header; PDF page by page, so a citation names its page. Every reader is a crate made for its
-//! format (dom_query, office_oxide, pdf-extract); a file it cannot read is refused with why.
+//! rows with their header; PDF page by page, so a citation names its page and the section its bookmarks put the
+//! page in. Every reader is a crate made for its format (dom_query, office_oxide, pdf-extract, lopdf); a file it
+//! cannot read is refused with why.
 
 use std::path::Path;
 
 use anyhow::{Context, bail};
 use sleuth_messages::JsonMap;
 
-use super::{Document, Part, parse_jsonl, parse_markdown};
+use super::{Document, Part, parse_jsonl, parse_markdown, pdf_outline};
 use crate::access::Ownership;
 
 /// The file extensions read, in the order the usage error names them.
@@ -71,8 +72,8 @@ fn office(id: &str, stem: &str, extension: &str, bytes: Vec<u8>) -> anyhow::Resu
     Ok(doc)
 }
 
-/// A PDF page by page (each page a part, numbered from 1); its title the file's stem. A PDF without a text layer
-/// (scanned) or that needs a password is refused, saying so.
+/// A PDF page by page (numbered from 1), each page cut into the sections its outline gives it; its title
+/// the file's stem. A PDF without a text layer (scanned) or that needs a password is refused, saying so.
 fn pdf(id: &str, stem: &str, bytes: &[u8]) -> anyhow::Result<Document> {
     // The reader walks untrusted bytes: a panic in it refuses the file, not the run.
     let pages = std::panic::catch_unwind(|| pdf_extract::extract_text_from_mem_by_pages(bytes))
@@ -83,11 +84,18 @@ fn pdf(id: &str, stem: &str, bytes: &[u8]) -> anyhow::Result<Document> {
             }
             m => anyhow::anyhow!("not a readable PDF: {m}"),
         })?;
-    let parts: Vec<Part> = pages
-        .iter()
-        .enumerate()
-        .map(|(i, page)| Part { section: None, page: Some(i as u32 + 1), text: page_text(page) })
-        .filter(|p| !p.text.is_empty())
+    let texts: Vec<String> = pages.iter().map(|page| page_text(page)).collect();
+    // Its outline cuts the pages into sections; a file without one, or whose outline cannot be read, has none.
+    let marks = std::panic::catch_unwind(|| {
+        lopdf::Document::load_mem(bytes).map(|doc| pdf_outline::bookmarks(&doc)).unwrap_or_default()
+    })
+    .unwrap_or_default();
+    let parts: Vec<Part> = pdf_outline::sectioned_pages(&marks, &texts)
+        .into_iter()
+        .zip(1u32..)
+        .flat_map(|(pieces, page)| {
+            pieces.into_iter().map(move |(section, text)| Part { section, page: Some(page), text })
+        })
         .collect();
     if parts.is_empty() {
         bail!("no text layer in its {} pages (a scanned PDF?): run OCR on it first", pages.len());

@@ -9,6 +9,7 @@ pub mod formats;
 pub mod graph;
 pub mod links;
 pub mod markdown;
+mod pdf_outline;
 pub mod target;
 
 use std::time::{Duration, Instant};

@@ -120,7 +120,8 @@ pub(super) fn fit(a: &Asked, span: &Span, sentence: &str, window: &[&Card]) -> f
     let (kind, noun) = (a.kind, a.noun.as_deref());
     let before = spans::words_before(sentence, span.at, 2);
     let prev = before.last().map(String::as_str).unwrap_or("");
-    let after = sentence[span.at + span.text.len()..].trim_start();
+    // A span the card's title renamed ("the name the card opens with") is longer than what the sentence holds.
+    let after = sentence.get(span.at + span.text.len()..).unwrap_or("").trim_start();
     let own = card_named(window, &span.text).map(|c| {
         let first = text::sentences(&c.hit.text).first().map(|s| s.to_lowercase()).unwrap_or_default();
         text::tokens(&first)

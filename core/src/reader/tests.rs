@@ -389,6 +389,10 @@ fn a_place_is_neither_a_titled_person_nor_the_card_s_own_subject_named_in_full()
     let person = fit::fit(&a, &span("Prime Minister Tage Erlander"), sentence, &[]);
     let island = fit::fit(&a, &span("Prince Edward Island"), sentence, &[]);
     assert!(person < island - 1.0, "a titled person {person} is not a place like {island}");
+    // A span renamed by its card's title runs past the sentence (a PDF page's heading, "Integer Types", in the card
+    // "ch03-02-data-types"): fitted, not a panic.
+    let renamed = Span { text: "ch03-02-data-types".into(), at: 0, shape: Shape::Name };
+    fit::fit(&a, &renamed, "Integer Types", &[]);
 }
 
 #[test]

@@ -1,6 +1,7 @@
 //! Documents as users bring them, through `sleuth ingest docs` as a user runs it, embedded: a directory with a PDF
 //! of two pages, a web page with navigation chrome, a Word document with a heading and a table, and a damaged PDF.
 //! The damaged file is skipped with why and the rest are ingested; `sleuth ask` then cites the PDF by its page and
+//! the section its bookmarks put that page in, and
 //! the Word document by the sections its passage spans. The files are written by the test itself (lopdf, office_oxide).
 
 use std::{path::Path, process::Command};
@@ -13,8 +14,9 @@ use lopdf::{
 use sleuth_messages::{AskReply, Outcome};
 use sleuth_tests::process::sleuth_bin;
 
-/// A PDF with one page per entry of `pages`, each a few lines of Courier.
-fn pdf(pages: &[&[&str]]) -> Vec<u8> {
+/// A PDF with one page per entry of `pages`, each a few lines of Courier, and an outline of one bookmark per
+/// entry of `marks` (its title, and the 0-based page it points to).
+fn pdf(pages: &[&[&str]], marks: &[(&str, usize)]) -> Vec<u8> {
     let mut doc = Document::with_version("1.5");
     let pages_id = doc.new_object_id();
     let font = doc.add_object(dictionary! { "Type" => "Font", "Subtype" => "Type1", "BaseFont" => "Courier" });
@@ -39,11 +41,29 @@ fn pdf(pages: &[&[&str]]) -> Vec<u8> {
     }
     let count = kids.len() as i64;
     let tree = dictionary! {
-        "Type" => "Pages", "Kids" => kids, "Count" => count, "Resources" => resources,
+        "Type" => "Pages", "Kids" => kids.clone(), "Count" => count, "Resources" => resources,
         "MediaBox" => vec![0.into(), 0.into(), 612.into(), 792.into()],
     };
     doc.objects.insert(pages_id, Object::Dictionary(tree));
-    let catalog = doc.add_object(dictionary! { "Type" => "Catalog", "Pages" => pages_id });
+    let outlines = doc.new_object_id();
+    let entries: Vec<_> = marks.iter().map(|_| doc.new_object_id()).collect();
+    for (i, &(title, page)) in marks.iter().enumerate() {
+        let mut entry = dictionary! {
+            "Title" => Object::string_literal(title), "Parent" => outlines,
+            "Dest" => vec![kids[page].clone(), "Fit".into()],
+        };
+        if let Some(next) = entries.get(i + 1) {
+            entry.set("Next", *next);
+        }
+        doc.objects.insert(entries[i], Object::Dictionary(entry));
+    }
+    let mut outline = dictionary! { "Type" => "Outlines" };
+    if let (Some(first), Some(last)) = (entries.first(), entries.last()) {
+        outline.set("First", *first);
+        outline.set("Last", *last);
+    }
+    doc.objects.insert(outlines, Object::Dictionary(outline));
+    let catalog = doc.add_object(dictionary! { "Type" => "Catalog", "Pages" => pages_id, "Outlines" => outlines });
     doc.trailer.set("Root", catalog);
     let mut bytes = Vec::new();
     doc.save_to(&mut bytes).unwrap();
@@ -95,10 +115,13 @@ fn ask(data: &Path, question: &str) -> sleuth_messages::AgentResponse {
 fn a_directory_of_pdf_html_and_docx_is_ingested_and_answers_cite_the_page_and_section() {
     let files = tempfile::tempdir().unwrap();
     let data = tempfile::tempdir().unwrap();
-    let report = pdf(&[
-        &["Zephyr Vault annual report.", "The vault was built in 1902 by the harbor guild."],
-        &["Access.", "The Zephyr Vault door code is 4471.", "Only the harbor master may open it."],
-    ]);
+    let report = pdf(
+        &[
+            &["Zephyr Vault annual report.", "The vault was built in 1902 by the harbor guild."],
+            &["Access.", "The Zephyr Vault door code is 4471.", "Only the harbor master may open it."],
+        ],
+        &[("History", 0), ("Access", 1)],
+    );
     std::fs::write(files.path().join("report.pdf"), report).unwrap();
     std::fs::write(files.path().join("harbor.html"), PAGE).unwrap();
     docx(&files.path().join("maintenance.docx"));
@@ -114,7 +137,7 @@ fn a_directory_of_pdf_html_and_docx_is_ingested_and_answers_cite_the_page_and_se
     assert!(answer.answer.contains("4471"), "{}", answer.answer);
     let by_page = answer.citations.iter().find(|c| c.doc_id.ends_with("report.pdf")).expect("the PDF is cited");
     assert_eq!(by_page.page, Some(2), "{:?}", answer.citations);
-    assert_eq!(by_page.place(), "report, p. 2");
+    assert_eq!(by_page.place(), "report › Access, p. 2", "the page's section, from the PDF's bookmarks");
 
     let answer = ask(data.path(), "Who supplies the Fresnel lens?");
     assert!(answer.answer.contains("Kestrel Optics"), "{}", answer.answer);
