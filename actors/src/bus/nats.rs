@@ -48,10 +48,38 @@ pub struct NatsBus {
     poison_rx: std::sync::Mutex<Option<mpsc::UnboundedReceiver<DeadLetter>>>,
 }
 
+/// How long [`NatsBus::start`] waits for a cluster that cannot place a stream yet.
+const PLACEMENT_PATIENCE: Duration = Duration::from_secs(30);
+
+/// Whether a stream or bucket could not be created only because the cluster is not ready to place it: JetStream's
+/// "no suitable peers for placement" (10005) or "JetStream system temporarily unavailable" (10008). The
+/// creations report their errors as text (every kind of creation has its own error type), so the codes are read
+/// from it, as async-nats writes them ("error code 10005").
+fn placing(why: &str) -> bool {
+    [jetstream::ErrorCode::CLUSTER_NO_PEERS, jetstream::ErrorCode::CLUSTER_NOT_AVAILABLE]
+        .iter()
+        .any(|code| why.contains(&format!("error code {}", code.0)))
+}
+
 impl NatsBus {
     /// Creates (or finds) the loop bucket and the timer and events streams. Refuses a server older than the loop
-    /// bucket needs.
+    /// bucket needs. A cluster that cannot place a stream yet (a peer still joining, or one its meta leader briefly
+    /// sees offline, as under load right after the servers start) is waited out for [`PLACEMENT_PATIENCE`]:
+    /// `sleuth setup` run as a job beside a starting cluster then succeeds instead of failing.
     pub async fn start(client: async_nats::Client, config: Arc<Config>) -> Result<Arc<NatsBus>, BusError> {
+        let deadline = tokio::time::Instant::now() + PLACEMENT_PATIENCE;
+        loop {
+            match NatsBus::open(client.clone(), config.clone()).await {
+                Err(BusError::Unavailable(why)) if placing(&why) && tokio::time::Instant::now() < deadline => {
+                    tracing::warn!(%why, "the cluster cannot place a stream yet; trying again");
+                    tokio::time::sleep(Duration::from_millis(500)).await;
+                }
+                done => return done,
+            }
+        }
+    }
+
+    async fn open(client: async_nats::Client, config: Arc<Config>) -> Result<Arc<NatsBus>, BusError> {
         nats_loops::check_server(&client).map_err(BusError::Unavailable)?;
         let js = jetstream::new(client.clone());
         let subjects = config.subjects();
@@ -402,4 +430,20 @@ async fn dead_letter_from_advisory(
     let reason = format!("failed {deliveries} deliveries");
     dead.keep(stage, request_id, raw.subject.as_str(), raw.payload.clone(), &reason).await;
     Some(DeadLetter { request_id, stage, reason })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::placing;
+
+    #[test]
+    fn a_cluster_that_cannot_place_a_stream_yet_is_waited_for_and_nothing_else_is() {
+        assert!(placing(
+            "cannot create stream SLEUTH_EVENTS: jetstream error: no suitable peers for placement, peer offline \
+             (code 400, error code 10005)"
+        ));
+        assert!(placing("jetstream error: JetStream system temporarily unavailable (code 503, error code 10008)"));
+        assert!(!placing("jetstream error: insufficient resources (code 400, error code 10023)"));
+        assert!(!placing("authorization violation"));
+    }
 }

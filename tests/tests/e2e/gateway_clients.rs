@@ -90,7 +90,7 @@ async fn the_mcp_python_client_searches_fetches_and_asks_over_http_and_stdio() {
     let args = vec!["http".into(), gateway.url("/mcp"), question.clone(), "One Piece".into()];
     let seen = run_client("mcp_session.py", args, vec![]).await;
     assert_eq!(seen["short_answer"], "One Piece", "{seen}");
-    assert_eq!(seen["tools"], json!(["ask", "fetch", "search"]), "{seen}");
+    assert_eq!(seen["tools"], json!(["add_document", "ask", "fetch", "search"]), "{seen}");
     drop(gateway);
 
     // stdio: the client starts `sleuth mcp` itself, embedded on its own copy of the demo data.
