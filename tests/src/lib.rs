@@ -76,13 +76,20 @@ pub async fn stored_state(config: &Config, request_id: uuid::Uuid) -> Option<Loo
 }
 
 /// Every `final` event the deployment's events stream holds, counted per request: more than one for a request
-/// means a final event was stored twice.
+/// means a final event was stored twice. Reads up to the stream's last sequence at the call, so a consumer that
+/// stalls or errs while a cluster node comes back (an ordered consumer recreates itself) cuts nothing short; fails
+/// the test if that sequence is not read within 60 s.
 pub async fn final_events(config: &Config) -> HashMap<uuid::Uuid, usize> {
     let url = config.nats.url.clone().unwrap();
     let client = sleuth_actors::nats_client::connect(&url, "sleuth test").await.unwrap();
     let js = async_nats::jetstream::new(client);
     let subjects = config.subjects();
-    let stream = js.get_stream(subjects.events_stream()).await.expect("the events stream");
+    let mut stream = js.get_stream(subjects.events_stream()).await.expect("the events stream");
+    let state = stream.info().await.expect("the events stream's state").state.clone();
+    let mut finals = HashMap::new();
+    if state.messages == 0 {
+        return finals;
+    }
     let consumer = stream
         .create_consumer(async_nats::jetstream::consumer::pull::OrderedConfig {
             filter_subject: subjects.events_all(),
@@ -91,16 +98,38 @@ pub async fn final_events(config: &Config) -> HashMap<uuid::Uuid, usize> {
         .await
         .unwrap();
     let mut messages = consumer.messages().await.unwrap();
-    let mut finals = HashMap::new();
-    while let Ok(Some(Ok(message))) = tokio::time::timeout(Duration::from_secs(3), messages.next()).await {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
+    loop {
+        let message = match tokio::time::timeout_at(deadline, messages.next()).await {
+            Ok(Some(Ok(message))) => message,
+            Ok(Some(Err(e))) => {
+                eprintln!("events reader: {e} (the ordered consumer recreates itself)");
+                continue;
+            }
+            Ok(None) => panic!("the events stream's messages ended before sequence {}", state.last_sequence),
+            Err(_) => panic!("the events stream was not read up to sequence {} within 60 s", state.last_sequence),
+        };
         if let Ok((event, _)) = codec::decode::<Event>(&message.payload)
             && event.kind == EventKind::Final
         {
             *finals.entry(event.request_id).or_insert(0) += 1;
         }
-        if message.info().is_ok_and(|i| i.pending == 0) {
-            break;
+        if message.info().is_ok_and(|i| i.stream_sequence >= state.last_sequence) {
+            return finals;
         }
     }
-    finals
+}
+
+/// [`final_events`], read again until each of `requests` has one or `within` has passed. A request's reply and its
+/// final event are sent together, so a client may hold the answer before the event is stored: while a cluster
+/// elects the events stream's new leader, the event's publish waits (and is retried by a redelivery).
+pub async fn final_events_of(config: &Config, requests: &[uuid::Uuid], within: Duration) -> HashMap<uuid::Uuid, usize> {
+    let deadline = tokio::time::Instant::now() + within;
+    loop {
+        let finals = final_events(config).await;
+        if requests.iter().all(|id| finals.contains_key(id)) || tokio::time::Instant::now() >= deadline {
+            return finals;
+        }
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
 }

@@ -17,7 +17,7 @@ use std::{
 
 use sleuth_actors::{client, config::Config, node::Node, telemetry::TraceHeaders};
 use sleuth_messages::AskRequest;
-use sleuth_tests::{final_events, gist, nats::nats_server, process::*, seeded::seed_data_dir, unique};
+use sleuth_tests::{final_events_of, gist, nats::nats_server, process::*, seeded::seed_data_dir, unique};
 
 const CONCURRENCY: usize = 16;
 const STAGES: [&str; 6] = ["intake", "planner", "retrieve", "graph", "grader", "synthesizer"];
@@ -180,7 +180,8 @@ async fn every_request_gets_exactly_one_answer_while_stage_processes_are_killed(
             add(&mut totals, counters(&process).await);
         }
     }
-    let finals = final_events(&config).await;
+    let ids: Vec<uuid::Uuid> = replies.iter().map(|r| r.0).collect();
+    let finals = final_events_of(&config, &ids, Duration::from_secs(30)).await;
     let mut latencies: Vec<Duration> = replies.iter().map(|r| r.3).collect();
     latencies.sort();
     let kills = kills.lock().unwrap().clone();

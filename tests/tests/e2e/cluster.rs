@@ -28,7 +28,7 @@ use std::{
 use futures::StreamExt;
 use sleuth_actors::{client, config::Config, telemetry::TraceHeaders};
 use sleuth_messages::{AskReply, AskRequest, subjects::LoopKind};
-use sleuth_tests::{cluster::NatsCluster, final_events, gist, process::*, unique};
+use sleuth_tests::{cluster::NatsCluster, final_events_of, gist, process::*, unique};
 
 /// Questions of the demo data, asked in turn.
 const QUESTIONS: [&str; 4] = [
@@ -291,7 +291,8 @@ async fn under_load(what: &str, mut faults: impl FnMut(&mut NatsCluster) + Send 
     let slowest = asked.iter().max_by_key(|a| a.took).unwrap();
     assert!(slowest.took < SLOWEST, "request {} took {:?}, over the bound of {SLOWEST:?}", slowest.id, slowest.took);
 
-    let finals = final_events(&config).await;
+    let ids: Vec<uuid::Uuid> = asked.iter().map(|a| a.id).collect();
+    let finals = final_events_of(&config, &ids, Duration::from_secs(30)).await;
     for a in &asked {
         assert_eq!(finals.get(&a.id), Some(&1), "request {} has exactly one stored final event", a.id);
     }

@@ -7,7 +7,7 @@ use std::{sync::Arc, time::Duration};
 
 use sleuth_actors::{client, telemetry::TraceHeaders};
 use sleuth_messages::{AskRequest, Outcome};
-use sleuth_tests::{final_events, nats::own_nats_server, process::*, unique};
+use sleuth_tests::{final_events_of, nats::own_nats_server, process::*, unique};
 
 const REQUESTS: usize = 150;
 const CONCURRENCY: usize = 16;
@@ -81,7 +81,7 @@ async fn restarts_under_load(kinds: &[bool]) {
         }
         asked.extend(replies.into_iter().map(|(id, _)| id));
     }
-    let finals = final_events(&config).await;
+    let finals = final_events_of(&config, &asked, Duration::from_secs(30)).await;
     for id in &asked {
         assert_eq!(finals.get(id), Some(&1), "request {id} has exactly one stored final event");
     }
