@@ -178,6 +178,11 @@ fn paragraph_sentences(text: &str) -> Vec<&str> {
         if c == '.' && is_abbreviation(&text[start..i]) {
             continue;
         }
+        // A question or exclamation mark that a lowercase word follows is inside its sentence: the `?` operator
+        // in "the ? operator calls from", a quoted "Why? asked nobody".
+        if matches!(c, '!' | '?') && text[i + 1..].trim_start().starts_with(|n: char| n.is_lowercase()) {
+            continue;
+        }
         if matches!(c, '.' | '!' | '?') && bytes.get(i + 1).is_none_or(|b| b.is_ascii_whitespace()) {
             let s = text[start..=i].trim();
             if !s.is_empty() {
@@ -407,6 +412,7 @@ mod tests {
     #[test]
     fn sentences_split_on_terminal_punctuation() {
         assert_eq!(sentences("One. Two! Three? Four"), vec!["One.", "Two!", "Three?", "Four"]);
+        assert_eq!(sentences("Use the ? operator here. Done"), vec!["Use the ? operator here.", "Done"]);
         assert_eq!(sentences("Version 1.5 is out."), vec!["Version 1.5 is out."]);
         assert_eq!(
             sentences("Monkey D. Luffy sails. Dr. Kureha heals."),

@@ -1,8 +1,9 @@
 //! The deterministic agents, as pure functions of the loop state: the planner (`planner.rs`), the grader
-//! (`grader.rs`) and the synthesizer (`synthesizer.rs`), and what they share: the entity-question steps
-//! (`resolve.rs`, `entity_answer.rs`), the multi-hop walk over mention links (`bridge.rs`), the hop taken by
-//! searching a rewritten question (`hop.rs`), and which of the question's names no card covers (`coverage.rs`).
-//! sleuth-actors' stages run them on a delivery, and its LLM stages fall back on them.
+//! (`grader.rs`) and the synthesizer (`synthesizer.rs`, its sentences scored by `sentences.rs`), and what they
+//! share: the entity-question steps (`resolve.rs`, `entity_answer.rs`), the multi-hop walk over mention links
+//! (`bridge.rs`), the hop taken by searching a rewritten question (`hop.rs`), and which of the question's names
+//! no card covers (`coverage.rs`). sleuth-actors' stages run them on a delivery, and its LLM stages fall back on
+//! them.
 
 pub mod bridge;
 pub mod coverage;
@@ -11,4 +12,5 @@ pub mod grader;
 pub mod hop;
 pub mod planner;
 pub mod resolve;
+mod sentences;
 pub mod synthesizer;

@@ -10,7 +10,10 @@ use sleuth_messages::{
     Action, AgentResponse, AnswerKind, Card, Citation, EntityRef, JsonMap, LoopState, ShortAnswer, TerminationReason,
 };
 
-use super::entity_answer::EntityAnswer;
+use super::{
+    entity_answer::EntityAnswer,
+    sentences::{Asks, asked_kind, is_heading, sentence_score},
+};
 use crate::{
     entities,
     entity_types::KnownTypes,
@@ -45,29 +48,6 @@ pub fn verify_citations(answer: &str, cards: &[Card]) -> (String, usize) {
         }
     });
     (cleaned.split_whitespace().collect::<Vec<_>>().join(" "), removed)
-}
-
-/// How well a sentence answers: question words it contains, entities it names, and a bonus when its card is
-/// about one of the question's entities. Code is never the answering sentence.
-fn sentence_score(sentence: &str, card: &Card, stems: &[&str], entities: &[String]) -> f32 {
-    // A code block (fenced at ingestion, `ingest/markdown.rs`) illustrates and a heading names a topic; neither
-    // says the answer.
-    let tokens = text::tokens(sentence);
-    if sentence.starts_with("```") || is_heading(sentence, &tokens) {
-        return 0.0;
-    }
-    let matched = stems.iter().filter(|s| tokens.iter().any(|t| text::stem(t) == **s)).count() as f32;
-    let named = entities.iter().filter(|e| text::mentions(sentence, e)).count() as f32;
-    let about = entities.iter().any(|e| text::mentions(&card.hit.title, e) || text::mentions(e, &card.hit.title));
-    if matched + named == 0.0 {
-        return 0.0;
-    }
-    matched + named + if about { 1.5 } else { 0.0 }
-}
-
-/// A short line with no full stop: a heading, a caption, a menu entry ("Integer Types", "Listing 7-11").
-fn is_heading(sentence: &str, tokens: &[String]) -> bool {
-    tokens.len() <= 8 && !sentence.trim_end().ends_with(['.', '!', '?', ':', ';', ')', '"', '”'])
 }
 
 /// The extractive answer for the state's evidence.
@@ -127,7 +107,13 @@ pub fn synthesize(state: &LoopState, types: &crate::entity_types::EntityTypes) -
         );
         return response(answer, Vec::new(), evidence, 0.1, reason, vec![NO_EVIDENCE.into()]);
     }
-    let stems: Vec<&str> = a.keywords.iter().map(|k| text::stem(k)).collect();
+    let asked = reader::asked::asked(question(state));
+    let asks = Asks {
+        stems: a.keywords.iter().map(|k| text::stem(k)).collect(),
+        entities: &a.entities,
+        kind: asked_kind(&asked),
+        words: asked.words.clone(),
+    };
     // The best sentence of each card, then the best cards.
     let mut best: Vec<(f32, &Card, &str)> = window
         .iter()
@@ -137,7 +123,7 @@ pub fn synthesize(state: &LoopState, types: &crate::entity_types::EntityTypes) -
             text::sentences(&card.hit.text)
                 .into_iter()
                 .enumerate()
-                .map(|(i, s)| (sentence_score(s, card, &stems, &a.entities) - 0.01 * i as f32, card, s))
+                .map(|(i, s)| (sentence_score(s, card, &asks) - 0.01 * i as f32, card, s))
                 .max_by(|x, y| x.0.total_cmp(&y.0))
         })
         .filter(|(score, _, _)| *score > 0.0)
@@ -149,7 +135,7 @@ pub fn synthesize(state: &LoopState, types: &crate::entity_types::EntityTypes) -
     best.truncate(MAX_SENTENCES);
     // A multi-hop answer quotes every link of the chain it followed: the anchors it expanded through the graph
     // and the bridge documents it fetched from them, each by its best sentence.
-    let stems_ref = &stems;
+    let asks_ref = &asks;
     for doc_id in super::bridge::chain_documents(state) {
         if best.iter().any(|(_, card, _)| card.hit.doc_id == doc_id) {
             continue;
@@ -162,7 +148,7 @@ pub fn synthesize(state: &LoopState, types: &crate::entity_types::EntityTypes) -
                 text::sentences(&card.hit.text)
                     .into_iter()
                     .enumerate()
-                    .map(move |(i, s)| (sentence_score(s, card, stems_ref, &a.entities) - 0.01 * i as f32, card, s))
+                    .map(move |(i, s)| (sentence_score(s, card, asks_ref) - 0.01 * i as f32, card, s))
             })
             .max_by(|x, y| x.0.total_cmp(&y.0));
         best.extend(quoted);

@@ -235,10 +235,19 @@ fn wh_noun(lower: &str) -> Option<String> {
 fn noun_after_wh(lower: &str) -> Option<&'static str> {
     let words: Vec<&str> = lower.split(|c: char| !c.is_alphanumeric()).filter(|w| !w.is_empty()).collect();
     let at = words.iter().position(|w| *w == "what" || *w == "which")?;
+    // A determiner after a verb opens another noun phrase, the verb's object: "which flag sets the number of
+    // threads" asks for a flag, not a number. After an auxiliary it is the subject the question asks about ("what
+    // nationality is the director"), and the search goes on.
+    let mut before: Option<&str> = None;
     words[at + 1..]
         .iter()
         .take(4)
-        .take_while(|w| !["of", "in", "for", "did", "does", "do"].contains(*w))
+        .take_while(|w| {
+            let object = ["the", "a", "an"].contains(*w)
+                && before.is_some_and(|b| !AUXILIARIES.contains(&b) && !["the", "a", "an"].contains(&b));
+            before = Some(w);
+            !object && !["of", "in", "for", "did", "does", "do"].contains(*w)
+        })
         .find_map(|w| KIND_NOUNS.iter().flat_map(|l| l.iter()).find(|n| *n == w).copied())
 }
 
@@ -373,6 +382,17 @@ pub fn asked(question: &str) -> Asked {
         && let [opening, _, ..] = said.as_slice()
         && let [x, y, ..] = text::name_spans(opening).as_slice()
         && text::mentions(opening, &format!("{x} and {y}"))
+    {
+        out.kind = AnswerKind::Choice;
+        out.options = vec![x.clone(), y.clone()];
+        return out;
+    }
+    // "Was X or Y born first?": an auxiliary opens it, but two names joined by "or" and an order make it a choice,
+    // never a yes/no.
+    if AUXILIARIES.contains(&first.as_str())
+        && order.is_some()
+        && let [.., x, y] = names.as_slice()
+        && text::mentions(q, &format!("{x} or {y}"))
     {
         out.kind = AnswerKind::Choice;
         out.options = vec![x.clone(), y.clone()];
@@ -544,5 +564,18 @@ mod tests {
         let b = asked("Are Christopher Nolan and Sofia Coppola both film directors?");
         assert_eq!(b.options, ["Christopher Nolan", "Sofia Coppola"]);
         assert_eq!(b.same, None);
+    }
+
+    #[test]
+    fn an_auxiliary_question_that_joins_two_names_by_or_with_an_order_is_a_choice() {
+        let a = asked("Was Ada Lee or Bo Chan born first?");
+        assert_eq!(a.kind, AnswerKind::Choice);
+        assert_eq!(a.options, ["Ada Lee", "Bo Chan"]);
+        // The noun the verb's object starts with is not the asked one.
+        assert_ne!(asked("Which flag sets the number of threads used to run tests?").kind, AnswerKind::Number);
+        assert_eq!(asked("What was the total population of Lyon?").kind, AnswerKind::Number);
+        assert_eq!(asked("What nationality is the director of film X?").kind, AnswerKind::Person);
+        // Without an order it stays a yes/no question.
+        assert_eq!(asked("Was Ada Lee or Bo Chan a painter?").kind, AnswerKind::YesNo);
     }
 }

@@ -157,7 +157,8 @@ fn is_noise(span: &str) -> bool {
         "sr",
     ];
     let lower = span.to_lowercase();
-    lower.len() < 2
+    // One letter is no answer; one digit is a count ("4 bytes").
+    (lower.len() < 2 && !lower.chars().all(|c| c.is_ascii_digit()))
         || text::is_stopword(&lower)
         || spans::MONTHS.contains(&lower.as_str())
         || OTHERS.contains(&lower.as_str())

@@ -154,10 +154,21 @@ fn yes_or_no_compares_what_both_cards_say() {
     ];
     let q = |x: &str, y: &str| format!("Are {x} and {y} located in the same country?");
     assert_eq!(answer(&q("Kotlin Island", "Vasilyevsky Island"), &cards, 0).unwrap().0, "yes");
-    assert_eq!(answer(&q("Kotlin Island", "Marufabad"), &cards, 0).unwrap().0, "no");
+    // Openings that share no name do not show that the two differ: no short answer rather than a guessed "no".
+    assert!(answer(&q("Kotlin Island", "Marufabad"), &cards, 0).is_none());
     let people =
         [card(4, "Ann Lee", "Ann Lee is an American film director."), card(5, "Bo Ek", "Bo Ek is a Swedish painter.")];
     assert_eq!(answer("Are Ann Lee and Bo Ek both film directors?", &people, 0).unwrap().0, "no");
+}
+
+#[test]
+fn a_same_question_is_not_answered_no_for_want_of_a_shared_name() {
+    // One card names a city, the other a country: nothing shows that they differ.
+    let cards = [
+        card(1, "Ann Lee", "Ann Lee (born 1950) is a film director from Boston."),
+        card(2, "Bo Ek", "Bo Ek is an American painter."),
+    ];
+    assert!(answer("Are Ann Lee and Bo Ek of the same nationality?", &cards, 0).is_none());
 }
 
 #[test]
@@ -587,4 +598,33 @@ fn a_walk_reads_every_passage_of_a_document_it_reaches() {
     ];
     let (text, given, followed) = judged("Where did the director of film The Quiet Hour die?", &cards, 1).unwrap();
     assert_eq!((text.as_str(), given, followed), ("Lyon", true, 1));
+}
+
+#[test]
+fn a_one_digit_count_of_the_asked_unit_is_an_answer() {
+    let cards = [
+        card(
+            1,
+            "Strings",
+            "In fact, the answer is 24: That’s the number of bytes it takes to encode “Здравствуйте” in UTF-8, \
+             because each scalar value in that string takes 2 bytes of storage.",
+        ),
+        card(2, "Data Types", "Rust’s char type is 4 bytes in size and represents a Unicode scalar value."),
+    ];
+    assert_eq!(answer("How many bytes is Rust's char type?", &cards, 0).unwrap().0, "4");
+}
+
+#[test]
+fn a_same_question_reads_each_document_s_opening_chunk() {
+    let chunk = |n: u32, id: &str, doc: &str, title: &str, text: &str| {
+        let mut c = card(n, title, text);
+        (c.hit.id, c.hit.doc_id) = (id.into(), doc.into());
+        c
+    };
+    let cards = [
+        chunk(1, "m3#1", "m3", "M3 (band)", "M3 is a reunion of a group the brothers formed in the 1960s."),
+        chunk(2, "cp#0", "cp", "Cam-Pact", "Cam-Pact was an American pop band formed in 1967."),
+        chunk(3, "m3#0", "m3", "M3 (band)", "M3 was an American experimental rock group."),
+    ];
+    assert_eq!(answer("Are the bands M3 (band) and Cam-Pact from the same country?", &cards, 0).unwrap().0, "yes");
 }
