@@ -119,9 +119,22 @@ pub async fn process(
                 // Only the delivery that ended the request replies, or a redelivery of the synthesizer's work
                 // (its first delivery may have died between the commit and the reply).
                 let ended_here = handled == Handled::Applied && state.phase == Phase::Done;
-                let replies = ended_here || (stage == Stage::Synthesizer && attempt > 1);
-                let publish =
-                    publish_all(ctx, state, revision, Some(stage), delivery.trace(), replies, carried.as_ref());
+                let mut replies = ended_here || (stage == Stage::Synthesizer && attempt > 1);
+                // A request's end is stored: its final event must follow, or the request has an answer on record
+                // nowhere but in the requester's inbox. While a cluster elects the events stream's leader the
+                // publish is retried (the reply only once: a core NATS reply is not de-duplicated), rather than
+                // spending the delivery's attempts, after which nothing would publish it again.
+                let done = state.phase == Phase::Done;
+                let publish = patiently(
+                    id,
+                    state.deadline_ms,
+                    "publish the request's end",
+                    |_| done,
+                    || {
+                        let reply_now = std::mem::take(&mut replies);
+                        publish_all(ctx, state, revision, Some(stage), delivery.trace(), reply_now, carried.as_ref())
+                    },
+                );
                 let publish = Box::pin(publish);
                 scope::within(scope, publish.instrument(span.clone())).await.context("cannot publish next messages")?;
                 if ended_here {
