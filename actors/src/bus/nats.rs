@@ -19,8 +19,8 @@ use async_trait::async_trait;
 use bytes::Bytes;
 use futures::{StreamExt, stream::BoxStream};
 use sleuth_messages::{
-    AskReply, Encoding, Envelope, Event, LoopState, Principal, ReplyTo, Stage, WorkItem, codec, encode_work,
-    subjects::Subjects,
+    AskReply, Encoding, Envelope, Event, LoopState, Principal, ReplyTo, Stage, WorkItem, WorkMessage, codec,
+    encode_work, subjects::Subjects,
 };
 use tokio::sync::{Mutex, mpsc};
 use uuid::Uuid;
@@ -30,7 +30,13 @@ use super::{
     dead_stream::DeadStream,
     nats_deliveries::{NatsDeadlines, NatsQueue, PULL_EXPIRES},
 };
-use crate::{config::Config, nats_client::explain, store::nats_loops, telemetry::TraceHeaders};
+use crate::{
+    config::Config,
+    machine,
+    nats_client::explain,
+    store::{StateStore, nats_loops, nats_loops::LoopStream},
+    telemetry::TraceHeaders,
+};
 
 pub struct NatsBus {
     client: async_nats::Client,
@@ -211,6 +217,7 @@ impl NatsBus {
                     filter_subjects: self.subjects.loop_filters(stage),
                     ack_policy: AckPolicy::Explicit,
                     ack_wait: self.config.ack_wait(),
+                    backoff: self.config.redelivery_backoff(),
                     max_deliver: self.config.nats.max_deliver,
                     max_ack_pending: self.config.nats.max_ack_pending,
                     ..Default::default()
@@ -309,11 +316,16 @@ impl Bus for NatsBus {
                 .queue_subscribe(subject, "sleuth-dead-letters".to_string())
                 .await
                 .map_err(BusError::unavailable)?;
+            let states = Arc::new(LoopStream::of(&self.client, self.subjects.clone()).map_err(BusError::unavailable)?);
             let (loops, dead, subjects) = (self.loops.clone(), self.dead.clone(), self.subjects.clone());
             let letters = sub
                 .filter_map(move |msg| {
-                    let (loops, dead, subjects) = (loops.clone(), dead.clone(), subjects.clone());
-                    async move { dead_letter_from_advisory(&loops, &dead, &subjects, stage, &msg.payload).await }
+                    let (loops, dead, subjects, states) =
+                        (loops.clone(), dead.clone(), subjects.clone(), states.clone());
+                    async move {
+                        let advisory = Advisory { loops: &loops, states: &states, dead: &dead, subjects: &subjects };
+                        advisory.dead_letter(stage, &msg.payload).await
+                    }
                 })
                 .boxed();
             streams.push(letters);
@@ -406,30 +418,53 @@ impl Bus for NatsBus {
 /// Reads a MAX_DELIVERIES advisory, fetches the dead message, keeps a copy in the dead-letter stream, and names
 /// its request. The message itself stays in the loop bucket: the consumer is past it, and it may be the request's
 /// state.
-async fn dead_letter_from_advisory(
-    loops: &stream::Stream,
-    dead: &DeadStream,
-    subjects: &Subjects,
-    stage: Stage,
-    payload: &[u8],
-) -> Option<DeadLetter> {
-    let advisory: serde_json::Value = serde_json::from_slice(payload).ok()?;
-    let seq = advisory.get("stream_seq")?.as_u64()?;
-    let deliveries = advisory.get("deliveries").and_then(|d| d.as_u64()).unwrap_or(0);
-    let raw = match loops.get_raw_message(seq).await {
-        Ok(raw) => raw,
-        Err(e) => {
-            tracing::warn!(seq, error = %e, "dead letter already gone");
+/// What a max-deliveries advisory is read against: the loop bucket's stream, where the message is; the request's
+/// state, to see whether its work is still to do; the dead-letter stream, where a copy is kept.
+struct Advisory<'a> {
+    loops: &'a stream::Stream,
+    states: &'a LoopStream,
+    dead: &'a DeadStream,
+    subjects: &'a Subjects,
+}
+
+impl Advisory<'_> {
+    /// The dead letter a `MAX_DELIVERIES` advisory names, with its copy kept in `SLEUTH_DEAD`; `None` when the
+    /// message is gone, or when its work was done: the request's state was written after the message and no
+    /// longer waits for that work. A delivery whose work was applied can still run out of deliveries when its acks
+    /// are lost (a cluster electing the consumer's leader redelivers it, and each duplicate's ack is lost again);
+    /// ending its request then would turn an answer under way into an error. A state read from a replica behind
+    /// the message is not taken as proof, and the letter stands.
+    async fn dead_letter(&self, stage: Stage, payload: &[u8]) -> Option<DeadLetter> {
+        let advisory: serde_json::Value = serde_json::from_slice(payload).ok()?;
+        let seq = advisory.get("stream_seq")?.as_u64()?;
+        let deliveries = advisory.get("deliveries").and_then(|d| d.as_u64()).unwrap_or(0);
+        let raw = match self.loops.get_raw_message(seq).await {
+            Ok(raw) => raw,
+            Err(e) => {
+                tracing::warn!(seq, error = %e, "dead letter already gone");
+                return None;
+            }
+        };
+        let item = codec::decode::<WorkMessage>(&raw.payload)
+            .map(|(m, _)| m.into_parts().0)
+            .or_else(|_| codec::decode::<WorkItem>(&raw.payload).map(|(item, _)| item))
+            .ok();
+        let request_id = item
+            .as_ref()
+            .map(|item| item.envelope.request_id)
+            .or_else(|| self.subjects.parse_loop(raw.subject.as_str()).map(|l| l.request_id))?;
+        if let Some(item) = &item
+            && let Ok(Some((state, revision))) = self.states.load(request_id).await
+            && revision > seq
+            && !machine::expects(&state, item)
+        {
+            tracing::warn!(%request_id, %stage, seq, deliveries, revision, "a work message ran out of deliveries after its work was done (its acks were lost): its request goes on");
             return None;
         }
-    };
-    let request_id = codec::decode::<WorkItem>(&raw.payload)
-        .map(|(item, _)| item.envelope.request_id)
-        .ok()
-        .or_else(|| subjects.parse_loop(raw.subject.as_str()).map(|l| l.request_id))?;
-    let reason = format!("failed {deliveries} deliveries");
-    dead.keep(stage, request_id, raw.subject.as_str(), raw.payload.clone(), &reason).await;
-    Some(DeadLetter { request_id, stage, reason })
+        let reason = format!("failed {deliveries} deliveries");
+        self.dead.keep(stage, request_id, raw.subject.as_str(), raw.payload.clone(), &reason).await;
+        Some(DeadLetter { request_id, stage, reason })
+    }
 }
 
 #[cfg(test)]

@@ -315,6 +315,19 @@ impl Config {
         Duration::from_millis(self.nats.ack_wait_ms)
     }
 
+    /// How long each delivery of a stage's work may go unacknowledged before it is delivered again (JetStream's
+    /// consumer `backoff`): [`Config::ack_wait`] for the first, so the work of a killed stage comes back as soon,
+    /// then twice and four times as long, one entry per delivery of `nats.max_deliver` (five when unlimited).
+    /// A delivery that ran out its wait was not refused by its stage: it was held while the stage could not reach
+    /// the consumer's leader (in-progress acks lost while a cluster elects one) or the stage died. So repeated
+    /// faults spend a work message's deliveries over 15 × ack_wait (60 s with the defaults, a request's default
+    /// budget) instead of 5 × ack_wait, and do not dead-letter a request whose stages are alive. Naks (a stage
+    /// that failed, or hands work back) are redelivered after their own delay, as before.
+    pub fn redelivery_backoff(&self) -> Vec<Duration> {
+        let deliveries = if self.nats.max_deliver < 1 { 5 } else { self.nats.max_deliver.min(100) as u32 };
+        (0..deliveries).map(|i| self.ack_wait() * (1 << i.min(2))).collect()
+    }
+
     /// How long a request's loop state is kept after its last write, in the KV bucket and in memory.
     pub fn loop_ttl(&self) -> Duration {
         Duration::from_secs(self.nats.loop_ttl_s)
