@@ -227,6 +227,15 @@ const NO_RESPONDERS_GRACE: Duration = Duration::from_secs(4);
 /// step, so a cluster that is starting up is ready within moments.
 const NO_RESPONDERS_RESEND: Duration = Duration::from_millis(200);
 
+/// Whether a reply is intake's refusal to start the request for now because the state store or the bus was away
+/// past its patience (a NATS cluster electing leaders again and again): the request was never started, or was
+/// and is found under its id, so sending the same request again is safe, and worth it while the caller waits.
+/// Every other error is the caller's to see at once: `overloaded` is load shedding, and whether to come back is
+/// the caller's decision.
+fn refused_for_now(reply: &AskReply) -> bool {
+    matches!(&reply.outcome, Outcome::Error(e) if e.kind == sleuth_messages::ErrorKind::Unavailable && e.retryable)
+}
+
 /// Sends `request` to `sleuth.v1.ask` and waits for the reply. With `on_event`, prints progress as it happens.
 pub async fn ask_remote(
     url: &str,
@@ -295,6 +304,9 @@ pub async fn ask_as(
     // subscriber sees both): show each once.
     let mut seen = std::collections::HashSet::new();
     let mut no_responders_since = None;
+    // Intake's refusals for now ([`refused_for_now`]): how many, and the last, which is the answer if the time
+    // runs out before another reply.
+    let (mut refusals, mut refused) = (0, None);
     // A final event published while this connection was failing over to another server never reaches a core
     // subscription. So a request under way for longer than a look is looked up in the loop bucket now and then,
     // and a finished one's reply read from its final state. Without access to the bucket (a tenant's client) it
@@ -348,6 +360,15 @@ pub async fn ask_as(
                         tracing::warn!(%request_id, other = ?reply.request_id, "ignored a reply for another request on this inbox");
                         continue;
                     }
+                    if refused_for_now(&reply) {
+                        let wait = crate::guard::backoff(refusals, 250, 4_000);
+                        refusals += 1;
+                        tracing::warn!(%request_id, refusals, wait_ms = wait.as_millis() as u64, reply = ?reply.outcome, "intake cannot start the question for now: sending it again");
+                        refused = Some(reply);
+                        taken_up = false;
+                        resend.reset_after(wait);
+                        continue;
+                    }
                     if let Some(cb) = on_event.as_deref_mut() {
                         // The reply may overtake the final event it duplicates.
                         let turn = reply.turns.last().map_or(0, |t| t.turn);
@@ -374,9 +395,12 @@ pub async fn ask_as(
             }
         }
     };
-    tokio::time::timeout(timeout, wait).await.map_err(|_| {
-        anyhow::anyhow!("no answer within {timeout:?}: are the sleuth stages running (sleuth serve --stages all)?")
-    })?
+    match tokio::time::timeout(timeout, wait).await {
+        Ok(answer) => answer,
+        Err(_) => refused.ok_or_else(|| {
+            anyhow::anyhow!("no answer within {timeout:?}: are the sleuth stages running (sleuth serve --stages all)?")
+        }),
+    }
 }
 
 /// Prints a request's events until its `final` event.

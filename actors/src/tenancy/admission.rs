@@ -3,9 +3,11 @@
 //! A request starts when a planner takes its first work item, and the planner's work waits in one queue. So the
 //! expected wait is that queue's backlog divided by the rate at which planners take work, both read from the bus
 //! (JetStream's consumer info, or the in-process channel's counts). Readings are shared for
-//! [`SAMPLE_EVERY`], so a burst of questions costs one reading, and the rate is taken over the last few seconds.
-//! With fewer than `intake.admission_min_backlog` items waiting, every request is admitted: a short queue drains
-//! in time, and a planner that is merely restarting is not an overload.
+//! [`SAMPLE_EVERY`], so a burst of questions costs one reading. The rate is the best the planners kept up for a
+//! second over the last [`RATE_WINDOW`]: what they can do, not what they did in the last moment, so a pause of a
+//! few seconds (a NATS cluster electing a stream's leader, a planner restarting) does not turn every question
+//! away while the queue would drain in time once it ends. With fewer than `intake.admission_min_backlog` items
+//! waiting, every request is admitted: a short queue drains in time.
 
 use std::{
     collections::VecDeque,
@@ -20,9 +22,11 @@ use crate::bus::{Backlog, Bus};
 /// How long one reading of the backlog is used for.
 pub const SAMPLE_EVERY: Duration = Duration::from_millis(250);
 
-/// The rate is measured over readings at least this far apart (and at most [`RATE_WINDOW`]).
+/// The rate is measured over readings at least this far apart, within the last [`RATE_WINDOW`].
 const MIN_RATE_SPAN: Duration = Duration::from_secs(1);
-const RATE_WINDOW: Duration = Duration::from_secs(10);
+/// How far back the planners' best rate is remembered: longer than a cluster's leader election (up to 9 s) and
+/// a restarting planner, short enough that planners gone for good are soon seen as gone.
+const RATE_WINDOW: Duration = Duration::from_secs(60);
 
 #[derive(Debug, Clone, Copy)]
 struct Reading {
@@ -114,26 +118,45 @@ impl Admission {
         reading
     }
 
-    /// Refuses when at least `min_backlog` items wait and, at the rate planners took work over the window, they
-    /// would not all be taken within `budget`. With readings spanning less than [`MIN_RATE_SPAN`] the rate is not
-    /// known yet, and the request is admitted.
+    /// Refuses when at least `min_backlog` items wait and, at the best rate planners took work over the window,
+    /// they would not all be taken within `budget`. With readings spanning less than [`MIN_RATE_SPAN`] the rate is
+    /// not known yet, and the request is admitted.
     fn verdict(&self, latest: Reading, budget: Duration) -> Verdict {
         let waiting = latest.backlog.waiting;
         if waiting < self.min_backlog {
             return Verdict::Admit;
         }
-        let readings = self.readings.lock().expect("admission readings poisoned");
-        let Some(oldest) = readings.iter().find(|r| latest.at.duration_since(r.at) >= MIN_RATE_SPAN) else {
+        let mut readings = self.readings.lock().expect("admission readings poisoned");
+        let Some(per_second) = best_rate(readings.make_contiguous()) else {
             return Verdict::Admit;
         };
-        let span = latest.at.duration_since(oldest.at).as_secs_f64();
-        let per_second = latest.backlog.delivered.saturating_sub(oldest.backlog.delivered) as f64 / span;
         if per_second > 0.0 && waiting as f64 / per_second <= budget.as_secs_f64() {
             Verdict::Admit
         } else {
             Verdict::Overloaded { waiting, per_second }
         }
     }
+}
+
+/// The best rate at which work was taken between two readings at least [`MIN_RATE_SPAN`] apart (each reading
+/// against the latest one that far before it), in items a second; `None` when the readings span less.
+fn best_rate(readings: &[Reading]) -> Option<f64> {
+    let mut best: Option<f64> = None;
+    let mut from = 0;
+    for to in readings {
+        // `from` ends at the latest reading at least MIN_RATE_SPAN before `to`; readings are in time order.
+        while readings.get(from + 1).is_some_and(|next| to.at.duration_since(next.at) >= MIN_RATE_SPAN) {
+            from += 1;
+        }
+        let start = &readings[from];
+        let span = to.at.duration_since(start.at);
+        if span < MIN_RATE_SPAN {
+            continue;
+        }
+        let rate = to.backlog.delivered.saturating_sub(start.backlog.delivered) as f64 / span.as_secs_f64();
+        best = Some(best.map_or(rate, |b: f64| b.max(rate)));
+    }
+    best
 }
 
 #[cfg(test)]
@@ -171,6 +194,33 @@ mod tests {
             admission.verdict(later, Duration::from_secs(300)),
             Verdict::Overloaded { waiting: 50, per_second: 0.0 },
             "nothing taken in 3 s"
+        );
+    }
+
+    #[test]
+    fn a_pause_after_planners_showed_their_pace_is_not_an_overload_but_planners_that_never_took_work_are() {
+        let admission = Admission::new(10);
+        let t0 = Instant::now();
+        let at = |s: u64| t0 + Duration::from_secs(s);
+        // 50 a second for 4 s, then nothing for 8 s (a leader election) while 400 items pile up.
+        for s in 0..=4 {
+            admission.record(reading(at(s), 20, 50 * s));
+        }
+        let paused = admission.record(reading(at(12), 400, 200));
+        assert_eq!(admission.verdict(paused, Duration::from_secs(60)), Verdict::Admit, "8 s of work at their pace");
+        assert_eq!(
+            admission.verdict(paused, Duration::from_secs(5)),
+            Verdict::Overloaded { waiting: 400, per_second: 50.0 },
+            "but not within 5 s"
+        );
+        // A minute later the pace they showed is forgotten: nothing taken is nothing taken.
+        for s in (16..80).step_by(4) {
+            admission.record(reading(at(s), 400, 200));
+        }
+        let gone = admission.record(reading(at(80), 400, 200));
+        assert_eq!(
+            admission.verdict(gone, Duration::from_secs(60)),
+            Verdict::Overloaded { waiting: 400, per_second: 0.0 }
         );
     }
 
