@@ -36,6 +36,21 @@ pub struct NatsCluster {
     _stores: tempfile::TempDir,
 }
 
+/// What [`NatsCluster::start_as`] starts: how many nodes, and whether each keeps the shipped
+/// `sync_interval: always` (an fsync per write) or nats-server's default (a flush every two minutes). The other
+/// shapes are what BENCHMARKS.md measures the shipped one against.
+#[derive(Clone, Copy, Debug)]
+pub struct Shape {
+    /// 3, or 1 for a lone server (no cluster block, no routes).
+    pub nodes: usize,
+    pub sync_always: bool,
+}
+
+impl Shape {
+    /// The production shape: three nodes, each with the shipped `nats.conf`.
+    pub const SHIPPED: Shape = Shape { nodes: 3, sync_always: true };
+}
+
 impl Drop for NatsCluster {
     fn drop(&mut self) {
         for node in &mut self.nodes {
@@ -52,28 +67,34 @@ impl NatsCluster {
     /// Three nodes of nats-server ([`nats::binary`], 2.15.1 in CI) with the deploy accounts, their passwords set by
     /// [`nats::password`], routed to each other, once every node is ready and the cluster has a meta leader.
     pub fn start() -> NatsCluster {
+        NatsCluster::start_as(Shape::SHIPPED)
+    }
+
+    /// [`NatsCluster::start`] in another [`Shape`].
+    pub fn start_as(shape: Shape) -> NatsCluster {
+        assert!(matches!(shape.nodes, 1 | 3), "a cluster of 1 or 3 nodes, not {}", shape.nodes);
         for _ in 0..5 {
-            if let Some(cluster) = NatsCluster::try_start() {
+            if let Some(cluster) = NatsCluster::try_start(shape) {
                 return cluster;
             }
         }
-        panic!("a three-node nats-server cluster did not come up on five sets of ports; see the logs above");
+        panic!("a {shape:?} nats-server cluster did not come up on five sets of ports; see the logs above");
     }
 
-    fn try_start() -> Option<NatsCluster> {
+    fn try_start(shape: Shape) -> Option<NatsCluster> {
         let stores = tempfile::tempdir().expect("a temporary directory");
-        let ports: Vec<(u16, u16, u16)> = (0..3).map(|_| (free_port(), free_port(), free_port())).collect();
+        let ports: Vec<(u16, u16, u16)> = (0..shape.nodes).map(|_| (free_port(), free_port(), free_port())).collect();
         let routes =
             ports.iter().map(|(_, _, route)| format!("nats://127.0.0.1:{route}")).collect::<Vec<_>>().join(",");
-        let conf = concat!(env!("CARGO_MANIFEST_DIR"), "/../deploy/nats/nats.conf");
+        let conf = config_file(stores.path(), shape.sync_always);
         let mut nodes = Vec::new();
         for (i, (port, monitor, route)) in ports.into_iter().enumerate() {
             let name = format!("n{i}");
             let store = stores.path().join(&name);
             std::fs::create_dir_all(&store).expect("a store directory");
-            let args: Vec<String> = vec![
+            let mut args: Vec<String> = vec![
                 "-c".into(),
-                conf.into(),
+                conf.display().to_string(),
                 "-sd".into(),
                 store.display().to_string(),
                 "-a".into(),
@@ -84,19 +105,23 @@ impl NatsCluster {
                 monitor.to_string(),
                 "-n".into(),
                 name.clone(),
-                "--cluster_name".into(),
-                CLUSTER.into(),
-                "--cluster".into(),
-                format!("nats://127.0.0.1:{route}"),
-                "--routes".into(),
-                routes.clone(),
             ];
+            if shape.nodes > 1 {
+                args.extend([
+                    "--cluster_name".into(),
+                    CLUSTER.into(),
+                    "--cluster".into(),
+                    format!("nats://127.0.0.1:{route}"),
+                    "--routes".into(),
+                    routes.clone(),
+                ]);
+            }
             let log = stores.path().join(format!("{name}.log"));
             nodes.push(ClusterNode { name, port, monitor, args, child: None, log, frozen: false });
         }
         let mut cluster = NatsCluster { nodes, _stores: stores };
-        for i in 0..3 {
-            cluster.nodes[i].spawn();
+        for node in &mut cluster.nodes {
+            node.spawn();
         }
         for node in &mut cluster.nodes {
             if !node.listening(LISTEN_WITHIN) {
@@ -239,6 +264,22 @@ impl NatsCluster {
     fn live(&self) -> impl Iterator<Item = &ClusterNode> {
         self.nodes.iter().filter(|n| n.child.is_some() && !n.frozen)
     }
+}
+
+/// The shipped `deploy/nats/nats.conf`, or a copy of it in `dir` without `sync_interval: always` (beside a copy
+/// of the `accounts.conf` it includes).
+fn config_file(dir: &std::path::Path, sync_always: bool) -> PathBuf {
+    let deploy = PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../deploy/nats"));
+    let shipped = deploy.join("nats.conf");
+    if sync_always {
+        return shipped;
+    }
+    let text = std::fs::read_to_string(&shipped).expect("deploy/nats/nats.conf");
+    assert!(text.contains("sync_interval: always"), "deploy/nats/nats.conf no longer says sync_interval: always");
+    let copy = dir.join("nats.conf");
+    std::fs::write(&copy, text.replace("sync_interval: always", "")).expect("a copy of nats.conf");
+    std::fs::copy(deploy.join("accounts.conf"), dir.join("accounts.conf")).expect("a copy of accounts.conf");
+    copy
 }
 
 impl ClusterNode {
