@@ -12,6 +12,13 @@
 //! - the slowest request stays under [`slowest`], derived below from the settings;
 //! - afterwards every stream's three replicas hold the same last sequence and message count.
 //!
+//! Seen to catch planted faults (2026-12-06): commits without `Nats-Expected-Last-Subject-Sequence` after a
+//! request's creation fail every test here ("write … names no expected revision", from the watcher, which ends the
+//! test as soon as it fails); before `4effe3ce` and `31b0befd`, five rounds of the leader kills dead-lettered a
+//! request and the SIGSTOP refused one as `unavailable`. A stage that acks its work on receipt is caught by
+//! `crash::`, not here: no stage process dies in these tests, and no hop fails during an election (a stage's
+//! store and publish calls wait it out within the hop), so an ack on a failed hop is never reached either.
+//!
 //! `SLEUTH_CLUSTER_RATE` (questions per second, default 20) and `SLEUTH_CLUSTER_ROUNDS` (how many times a test
 //! repeats its fault, default 1) make the long run BENCHMARKS.md records:
 //! `SLEUTH_CLUSTER_ROUNDS=10 cargo test --release -p sleuth-tests --test e2e -- --nocapture --test-threads 1 cluster::`
@@ -224,13 +231,30 @@ fn watch_writes(config: &Config, done: tokio::sync::oneshot::Receiver<u64>) -> t
     })
 }
 
+/// Awaits `task`, unless the watcher of the loop bucket ends first: it ends early only by failing a check (a write
+/// with no expected revision), and that failure is the test's, at once, rather than after the load's timeouts.
+async fn unless_watcher_fails<T>(
+    task: tokio::task::JoinHandle<T>,
+    watcher: &mut tokio::task::JoinHandle<Writes>,
+) -> Result<T, tokio::task::JoinError> {
+    tokio::pin!(task);
+    tokio::select! {
+        done = &mut task => done,
+        ended = &mut *watcher => match ended {
+            Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
+            Err(e) => panic!("the loop bucket's watcher stopped while the load ran: {e}"),
+            Ok(_) => panic!("the loop bucket's watcher returned before the test said up to where to read"),
+        },
+    }
+}
+
 /// Sends [`QUESTIONS`] at [`rate`] per second while `faults` runs on the cluster, and for 2 s after; then checks
 /// everything the module's doc lists. `what` names the fault in the printed table row.
 async fn under_load(what: &str, mut faults: impl FnMut(&mut NatsCluster) + Send + 'static) {
     let _one = ONE_AT_A_TIME.lock().await;
     let Rig { cluster, config, client, healthy, _processes, _dirs } = rig().await;
     let (watched, watching) = tokio::sync::oneshot::channel();
-    let watcher = watch_writes(&config, watching);
+    let mut watcher = watch_writes(&config, watching);
 
     let stop = Arc::new(AtomicBool::new(false));
     let began = Instant::now();
@@ -264,7 +288,7 @@ async fn under_load(what: &str, mut faults: impl FnMut(&mut NatsCluster) + Send 
             asked
         })
     };
-    let cluster = tokio::task::spawn_blocking(move || {
+    let faulted = tokio::task::spawn_blocking(move || {
         let mut cluster = cluster;
         // Load first, then the fault.
         std::thread::sleep(Duration::from_secs(2));
@@ -276,12 +300,11 @@ async fn under_load(what: &str, mut faults: impl FnMut(&mut NatsCluster) + Send 
         }
         cluster.wait_ready();
         cluster
-    })
-    .await
-    .unwrap();
+    });
+    let cluster = unless_watcher_fails(faulted, &mut watcher).await.unwrap();
     tokio::time::sleep(Duration::from_secs(2)).await;
     stop.store(true, Ordering::SeqCst);
-    let asked = sender.await.unwrap();
+    let asked = unless_watcher_fails(sender, &mut watcher).await.unwrap();
     let wall = began.elapsed();
 
     // Replies first: the checks below read the cluster the load no longer writes to.
