@@ -7,8 +7,10 @@ use sleuth_messages::{AnswerKind, Card};
 use super::{
     Reading,
     asked::{Asked, Order},
+    chain::link_distance,
+    lifespan,
     spans::{self, DateValue, Shape},
-    words::{card_named, fold, same_word},
+    words::{card_named, fold, same_word, subject},
 };
 use crate::text;
 
@@ -35,11 +37,20 @@ fn mentions_cue(sentence: &str, cues: &[String]) -> bool {
 /// the first date of the first sentence that uses the question's words, else the card's first date.
 fn date_in(card: &Card, cues: &[String]) -> Option<DateValue> {
     let sentences = text::sentences(&card.hit.text);
-    let death = cues.iter().any(|c| ["die", "died", "death", "dead"].contains(&c.as_str()));
     let value = |s: &spans::Span| match s.shape {
         Shape::Date(d) => Some(d),
         _ => None,
     };
+    let death = cues.iter().any(|c| ["die", "died", "death", "dead"].contains(&c.as_str()));
+    let birth = cues.iter().any(|c| ["born", "birth", "older", "younger"].contains(&c.as_str()));
+    // The life the card opens with: "(10 May 1890 – 17 August 1987)".
+    if let Some(life) = lifespan::life(&card.hit.text, subject(&card.hit.title))
+        && (birth || death)
+        && let Some(date) = if death { life.death.date } else { life.birth.date }
+        && let Some(d) = spans::dates(&date).first().and_then(value)
+    {
+        return Some(d);
+    }
     if death {
         for s in &sentences {
             let found = spans::dates(s);
@@ -89,6 +100,13 @@ fn is_noun_cue(cue: &str) -> bool {
     .any(|n| same_word(cue, n))
 }
 
+/// Cue words that name the part a person plays in a thing: the value a question compares is that person's.
+fn is_role(cue: &str) -> bool {
+    ["director", "composer", "performer", "author", "singer", "writer", "producer", "creator"]
+        .iter()
+        .any(|n| same_word(cue, n))
+}
+
 /// The life span a card gives: the years between its first two dates.
 fn lifespan(card: &Card) -> Option<f64> {
     let found: Vec<DateValue> = text::sentences(&card.hit.text)
@@ -105,9 +123,24 @@ fn lifespan(card: &Card) -> Option<f64> {
     (days(died) > days(born)).then(|| days(died) - days(born))
 }
 
+/// Most words between a role's word and the name it leads to: "directed by Clarence Brown" is one.
+const ROLE_GAP: usize = 4;
+
 /// The card a "who" clause points at from an option's card: the person (or thing) named in the option's card
 /// whose own card is in the window, preferring one named next to the question's noun ("directed by …").
 fn bridged<'a>(card: &Card, window: &[&'a Card], cues: &[String]) -> Option<&'a Card> {
+    // The one named nearest the role's own word ("directed by Clarence Brown"), when the question names a role.
+    let roles: Vec<String> = cues.iter().filter(|c| is_role(c)).cloned().collect();
+    let nearest = window
+        .iter()
+        .copied()
+        .filter(|c| c.hit.doc_id != card.hit.doc_id && fold(&c.hit.title) != fold(&card.hit.title))
+        .filter_map(|c| Some((link_distance(&card.hit.text, subject(&c.hit.title), &roles, &[])?, c)))
+        .filter(|(gap, _)| *gap <= ROLE_GAP)
+        .min_by_key(|(gap, _)| *gap);
+    if let Some((_, c)) = nearest {
+        return Some(c);
+    }
     let mut best: Option<(usize, &'a Card)> = None;
     for sentence in text::sentences(&card.hit.text) {
         let cue_here = mentions_cue(sentence, cues);
@@ -136,25 +169,25 @@ enum Value {
 pub fn choose<'a>(a: &Asked, window: &[&'a Card]) -> Option<Reading<'a>> {
     let cues = relation_cues(a);
     let relative = a.words.iter().any(|w| w == "who" || w == "whose");
+    // "Which film has the director born later": the value is the director's, not the film's; unless the options
+    // are directors themselves ("Which director was born first").
+    let role = cues.iter().any(|c| is_role(c) && a.noun.as_deref().is_none_or(|n| !same_word(n, c)));
+    let bridging = relative && a.words.first().is_none_or(|w| w != "who") || role;
+    let cards: Vec<Option<&'a Card>> = a.options.iter().map(|o| option_card(window, o)).collect();
+    // "the film whose director was born first": the value is the director's, found through the film's card. When
+    // the bridge is not walked for every option, each option's own value stands in for all (a film's year for its
+    // director's dates): never one option's director against the other's film.
+    let bridges: Vec<Option<&'a Card>> =
+        cards.iter().map(|c| c.filter(|_| bridging).and_then(|c| bridged(c, window, &cues))).collect();
+    let across = bridging && bridges.iter().all(Option::is_some);
     let mut values: Vec<(String, Vec<&'a Card>, Option<Value>)> = Vec::new();
-    for option in &a.options {
-        let Some(card) = option_card(window, option) else {
+    for ((option, card), bridge) in a.options.iter().zip(&cards).zip(&bridges) {
+        let Some(card) = *card else {
             values.push((option.clone(), Vec::new(), None));
             continue;
         };
-        let mut cards = vec![card];
-        // "the film whose director was born first": the value is the director's, found through the film's card.
-        let subject = if relative && a.words.first().is_none_or(|w| w != "who") {
-            match bridged(card, window, &cues) {
-                Some(other) => {
-                    cards.push(other);
-                    other
-                }
-                None => card,
-            }
-        } else {
-            card
-        };
+        let subject = if across { bridge.unwrap_or(card) } else { card };
+        let cards = if across { vec![card, subject] } else { vec![card] };
         let value =
             if a.lifespan { lifespan(subject).map(Value::Span) } else { date_in(subject, &cues).map(Value::Date) };
         values.push((option.clone(), cards, value));

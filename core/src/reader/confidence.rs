@@ -48,7 +48,13 @@ pub fn judge<'a>(question: &str, window: &[&'a Card], chain: &Chain) -> Option<J
 /// score or on their lead over the runner-up (`margin`, kept for the evidence) made them right more than half the
 /// time on more than 2% of the questions. So a span read from the whole window is not given; one the walk shows is.
 fn confident(reading: &Reading<'_>) -> bool {
-    matches!(reading.kind, AnswerKind::Choice | AnswerKind::YesNo)
+    // A choice is decided when [`compare`] picked it (score 1); an option offered only as a candidate (score 0,
+    // nothing compared) is a guess.
+    match reading.kind {
+        AnswerKind::Choice => reading.score > 0.0,
+        AnswerKind::YesNo => true,
+        _ => false,
+    }
 }
 
 /// The sentence of its first card a reading was read from: where the evidence says it.

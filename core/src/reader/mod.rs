@@ -13,6 +13,8 @@ mod descriptions;
 mod extract;
 mod fit;
 mod kin;
+mod lifespan;
+mod relatives;
 pub mod spans;
 mod walk;
 mod words;

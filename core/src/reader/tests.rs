@@ -628,3 +628,58 @@ fn a_same_question_reads_each_document_s_opening_chunk() {
     ];
     assert_eq!(answer("Are the bands M3 (band) and Cam-Pact from the same country?", &cards, 0).unwrap().0, "yes");
 }
+
+#[test]
+fn a_role_is_compared_through_each_option_or_not_at_all() {
+    // No "who": the director's birth is still what is compared, and an option whose director has no card makes
+    // both options stand for themselves, never one's director against the other's film.
+    let cards = [
+        card(1, "Red Dawn", "Red Dawn is a 2004 war film directed by Ann Lee."),
+        card(2, "Blue Dusk", "Blue Dusk is a 1998 drama film directed by Bo Ek."),
+        card(3, "Ann Lee", "Ann Lee (5 May 1947 – 1 June 2001) was a director."),
+        card(4, "Bo Ek", "Bo Ek (born 2 April 1965) is a Swedish director."),
+    ];
+    let q = "Which film has the director born later, Red Dawn or Blue Dusk?";
+    assert_eq!(answer(q, &cards, 1).unwrap().0, "Blue Dusk", "Bo Ek is younger; Red Dawn is the later film");
+    let (text, _) = answer(q, &cards[..3], 1).unwrap();
+    assert_eq!(text, "Red Dawn", "Bo Ek has no card: each film's own year stands for its director's");
+    let window: Vec<&Card> = cards[..1].iter().collect();
+    let j = judge(q, &window, &Chain::of(1)).unwrap();
+    assert!(!j.given, "one option's card alone decides nothing: {j:?}");
+}
+
+#[test]
+fn a_relative_without_a_card_is_read_from_the_card_before_and_a_life_from_its_parenthesis() {
+    let cards = [
+        card(1, "Summer Skin", "Summer Skin is a 1961 Argentine film directed by Leo Torre."),
+        card(
+            2,
+            "Leo Torre",
+            "Leo Torre (5 May 1924 – 8 September 1978) was a director. He was the son of film director Luis Torres Ríos and Ana Nilsson.",
+        ),
+    ];
+    assert_eq!(
+        judged("Who is the father of the director of film Summer Skin?", &cards, 1),
+        Some(("Luis Torres Ríos".to_string(), true, 1))
+    );
+    assert_eq!(
+        judged("Who is the mother of the director of film Summer Skin?", &cards, 1).map(|j| (j.0, j.1)),
+        Some(("Ana Nilsson".to_string(), true))
+    );
+    let cards = [
+        card(1, "Jeanne Ray", "Jeanne Ray was a French singer. She married the writer André Beau."),
+        card(2, "André Beau", "André Beau (22 September 1869, Évreux – 9 December 1925, Paris) was a French writer."),
+    ];
+    assert_eq!(
+        judged("Where was the husband of Jeanne Ray born?", &cards, 1).map(|j| (j.0, j.1)),
+        Some(("Évreux".to_string(), true))
+    );
+    assert_eq!(
+        judged("Where did the husband of Jeanne Ray die?", &cards, 1).map(|j| (j.0, j.1)),
+        Some(("Paris".to_string(), true))
+    );
+    assert_eq!(
+        judged("When was the husband of Jeanne Ray born?", &cards, 1).map(|j| (j.0, j.1)),
+        Some(("22 September 1869".to_string(), true))
+    );
+}

@@ -11,8 +11,8 @@ use super::{
     asked::{self, Asked},
     chain::{Chain, depths, link_distance},
     extract::{cue_positions, extract},
-    kin,
-    words::{fold, subject},
+    kin, lifespan, relatives,
+    words::{card_named, fold, subject},
 };
 use crate::text;
 
@@ -225,11 +225,29 @@ pub fn walk<'a>(a: &Asked, question: &str, window: &[&'a Card], chain: &Chain) -
             };
             (reading, 0)
         });
+        // A relative the evidence has no card of is read from the text of the card before it: "the son of Odo III,
+        // Duke of Burgundy and Alice de Vergy".
+        let named = || {
+            let link = hops.first()?.first()?;
+            let text = document_text(window, end_card);
+            let sex = |name: &str| card_named(window, name).and_then(kin::sex_of);
+            let name = relatives::named(link, subject(&end_card.hit.title), &text, sex).filter(|n| !on_path(n))?;
+            let card = same_document(window, end_card).into_iter().find(|c| text::mentions(&c.hit.text, &name))?;
+            Some((Reading { text: name, kind: AnswerKind::Person, cards: vec![card], score: 1.0 }, 0))
+        };
+        let end = end.or_else(|| (followed + 1 == links).then(named).flatten());
         return Some(Walk { path, followed, links, end });
     }
     // A person is read only as a card a link leads to: a name in a sentence is as often a place or a prize.
     if a.kind == AnswerKind::Person {
         return Some(Walk { path, followed, links, end: None });
+    }
+    // A birth or a death asked of the end is read first from the life its text opens with: "(c. 1580 in Lier – 17
+    // May 1662 in The Hague)".
+    if followed == links
+        && let Some(reading) = life_end(a.kind, &asks, window, end_card).filter(|r| !on_path(&r.text))
+    {
+        return Some(Walk { path, followed, links, end: Some((reading, 0)) });
     }
     // The end card is read for the asked relation alone, as a question about the end card itself.
     let at_end = Asked { cues: asks.clone(), links: Vec::new(), ..a.clone() };
@@ -243,6 +261,22 @@ pub fn walk<'a>(a: &Asked, question: &str, window: &[&'a Card], chain: &Chain) -
             (gap <= end_gap(a.kind)).then_some((r, gap))
         });
     Some(Walk { path, followed, links, end })
+}
+
+/// The birth's or the death's date or place, as `kind` and the asked relation's words `asks` want, from the life
+/// that `card`'s document opens with.
+fn life_end<'a>(kind: AnswerKind, asks: &[String], window: &[&'a Card], card: &'a Card) -> Option<Reading<'a>> {
+    let asks_any = |words: &[&str]| asks.iter().any(|c| words.contains(&c.as_str()));
+    let (birth, death) = (asks_any(&["born", "birth"]), asks_any(&["died", "die", "dies", "death"]));
+    if birth == death || !matches!(kind, AnswerKind::Place | AnswerKind::Date) {
+        return None;
+    }
+    same_document(window, card).into_iter().find_map(|c| {
+        let life = lifespan::life(&c.hit.text, subject(&c.hit.title))?;
+        let end = if birth { life.birth } else { life.death };
+        let text = if kind == AnswerKind::Place { end.place } else { end.date }?;
+        Some(Reading { text, kind, cards: vec![c], score: 1.0 })
+    })
 }
 
 /// Whether a span of a person or a place shares a name's word with a card on the path: another form of the end's

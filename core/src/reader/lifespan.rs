@@ -1,0 +1,104 @@
+//! A life's opening parenthesis, as English biographies write it after the name: "(c. 1580 in Lier – 17 May 1662
+//! in The Hague)", "(22 September 1869, Évreux – 9 December 1925, Paris)", "(born May 24, 1946 in St. John's)".
+//! What stands before the dash is the birth, what stands after it the death, each a date and perhaps a place.
+
+use super::spans;
+use crate::text;
+
+/// The date and the place of one end of a life, as the text writes them.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct End {
+    pub date: Option<String>,
+    pub place: Option<String>,
+}
+
+/// A life's two ends.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Life {
+    pub birth: End,
+    pub death: End,
+}
+
+/// The dashes a life's span is written with.
+const DASHES: &[&str] = &[" – ", " — ", " - ", "–", "—"];
+
+/// The life a text about `subject` opens with: from the first parenthesis, in its first sentence, after a word of
+/// the subject's name, that holds a date.
+pub fn life(text: &str, subject: &str) -> Option<Life> {
+    let sentence = text::sentences(text).into_iter().next()?;
+    let named = text::content_words(subject);
+    let mut from = 0;
+    while let Some(open) = sentence[from..].find('(').map(|i| i + from) {
+        let close = sentence[open..].find(')').map_or(sentence.len(), |i| i + open);
+        let inside = &sentence[open + 1..close];
+        from = close.min(sentence.len() - 1) + 1;
+        if !text::tokens(&sentence[..open]).iter().any(|w| named.contains(w)) || spans::dates(inside).is_empty() {
+            continue;
+        }
+        // "born Miriam Bilenkin; March 16, 1911, Dayton, Ohio – …": the part with the dates.
+        let part = inside.split(';').find(|p| !spans::dates(p).is_empty()).unwrap_or(inside);
+        let split = DASHES.iter().filter_map(|d| part.find(d).map(|i| (i, d.len()))).min_by_key(|(i, _)| *i);
+        return Some(match split {
+            Some((at, len)) => Life { birth: end(&part[..at]), death: end(&part[at + len..]) },
+            None => {
+                let lower = part.trim_start().to_lowercase();
+                let died = lower.starts_with("died") || lower.starts_with("d.");
+                let one = end(part);
+                if died { Life { death: one, ..Life::default() } } else { Life { birth: one, ..Life::default() } }
+            }
+        });
+    }
+    None
+}
+
+/// One end: its date, and the place written after it ("17 May 1662 in The Hague", "1869, Évreux").
+fn end(part: &str) -> End {
+    let Some(date) = spans::dates(part).into_iter().next() else { return End::default() };
+    let after = part[date.at + date.text.len()..].trim_start_matches([',', ' ']);
+    let after = after.strip_prefix("in ").or_else(|| after.strip_prefix("at ")).unwrap_or(after).trim();
+    let place = (!after.is_empty()
+        && after.starts_with(char::is_uppercase)
+        && !after.chars().any(|c| c.is_ascii_digit())
+        && after
+            .split_whitespace()
+            .all(|w| w.starts_with(|c: char| !c.is_lowercase()) || ["of", "de", "upon", "am", "on"].contains(&w)))
+    .then(|| after.trim_end_matches(['.', ',']).to_string());
+    End { date: Some(date.text), place }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_life_is_read_birth_before_the_dash_and_death_after() {
+        let l = life(
+            "Margaretha van Mechelen (c. 1580 in Lier – 17 May 1662 in The Hague) was a noble.",
+            "Margaretha van Mechelen",
+        )
+        .unwrap();
+        assert_eq!((l.birth.place.as_deref(), l.death.place.as_deref()), (Some("Lier"), Some("The Hague")));
+        assert_eq!(l.death.date.as_deref(), Some("17 May 1662"));
+        let l = life(
+            "André Beaunier (22 September 1869, Évreux – 9 December 1925, Paris) was a French writer.",
+            "André Beaunier",
+        )
+        .unwrap();
+        assert_eq!((l.birth.date.as_deref(), l.birth.place.as_deref()), (Some("22 September 1869"), Some("Évreux")));
+        let l = life("Marion Byron (born Miriam Bilenkin; March 16, 1911, Dayton, Ohio – July 5, 1985, Santa Monica, California) was an actress.", "Marion Byron").unwrap();
+        assert_eq!(l.birth.place.as_deref(), Some("Dayton, Ohio"));
+        let l =
+            life("Prince Harald of Denmark (8 October 1876 – 30 March 1949) was a prince.", "Prince Harald of Denmark")
+                .unwrap();
+        assert_eq!((l.birth.date.as_deref(), l.birth.place), (Some("8 October 1876"), None));
+        let l = life(
+            "William MacGillivray (born May 24, 1946 in St. John's, Newfoundland) is a director.",
+            "William MacGillivray",
+        )
+        .unwrap();
+        assert_eq!((l.birth.place.as_deref(), l.death), (Some("St. John's, Newfoundland"), End::default()));
+        assert_eq!(life("The war (1914 – 1918) was long.", "Harald"), None, "a parenthesis after another name");
+        let l = life("Leofric (died 31 August 1057) was an Earl of Mercia.", "Leofric").unwrap();
+        assert_eq!((l.death.date.as_deref(), l.birth), (Some("31 August 1057"), End::default()));
+    }
+}
