@@ -44,8 +44,8 @@ fn date_in(card: &Card, cues: &[String]) -> Option<DateValue> {
     let death = cues.iter().any(|c| ["die", "died", "death", "dead"].contains(&c.as_str()));
     let birth = cues.iter().any(|c| ["born", "birth", "older", "younger"].contains(&c.as_str()));
     // The life the card opens with: "(10 May 1890 – 17 August 1987)".
-    if let Some(life) = lifespan::life(&card.hit.text, subject(&card.hit.title))
-        && (birth || death)
+    if (birth || death)
+        && let Some(life) = lifespan::life(&card.hit.text, subject(&card.hit.title))
         && let Some(date) = if death { life.death.date } else { life.birth.date }
         && let Some(d) = spans::dates(&date).first().and_then(value)
     {
@@ -72,39 +72,18 @@ fn date_in(card: &Card, cues: &[String]) -> Option<DateValue> {
         .or_else(|| sentences.iter().find_map(|s| spans::dates(s).first().and_then(value)))
 }
 
+/// Cue words that name the part a person plays in a thing: the value a question compares is that person's.
+const ROLES: &[&str] = &["director", "composer", "performer", "author", "singer", "writer", "producer", "creator"];
+
 /// Cue words that name the kind of thing compared ("film", "director") rather than the relation ("born").
 fn is_noun_cue(cue: &str) -> bool {
-    [
-        "film",
-        "movie",
-        "book",
-        "song",
-        "album",
-        "band",
-        "person",
-        "director",
-        "composer",
-        "performer",
-        "author",
-        "singer",
-        "writer",
-        "producer",
-        "creator",
-        "novel",
-        "series",
-        "show",
-        "game",
-        "company",
-    ]
-    .iter()
-    .any(|n| same_word(cue, n))
+    const THINGS: &[&str] =
+        &["film", "movie", "book", "song", "album", "band", "person", "novel", "series", "show", "game", "company"];
+    THINGS.iter().chain(ROLES).any(|n| same_word(cue, n))
 }
 
-/// Cue words that name the part a person plays in a thing: the value a question compares is that person's.
 fn is_role(cue: &str) -> bool {
-    ["director", "composer", "performer", "author", "singer", "writer", "producer", "creator"]
-        .iter()
-        .any(|n| same_word(cue, n))
+    ROLES.iter().any(|n| same_word(cue, n))
 }
 
 /// The life span a card gives: the years between its first two dates.
@@ -131,14 +110,15 @@ const ROLE_GAP: usize = 4;
 fn bridged<'a>(card: &Card, window: &[&'a Card], cues: &[String]) -> Option<&'a Card> {
     // The one named nearest the role's own word ("directed by Clarence Brown"), when the question names a role.
     let roles: Vec<String> = cues.iter().filter(|c| is_role(c)).cloned().collect();
-    let nearest = window
-        .iter()
-        .copied()
-        .filter(|c| c.hit.doc_id != card.hit.doc_id && fold(&c.hit.title) != fold(&card.hit.title))
-        .filter_map(|c| Some((link_distance(&card.hit.text, subject(&c.hit.title), &roles, &[])?, c)))
-        .filter(|(gap, _)| *gap <= ROLE_GAP)
-        .min_by_key(|(gap, _)| *gap);
-    if let Some((_, c)) = nearest {
+    if !roles.is_empty()
+        && let Some((_, c)) = window
+            .iter()
+            .copied()
+            .filter(|c| c.hit.doc_id != card.hit.doc_id && fold(&c.hit.title) != fold(&card.hit.title))
+            .filter_map(|c| Some((link_distance(&card.hit.text, subject(&c.hit.title), &roles, &[])?, c)))
+            .filter(|(gap, _)| *gap <= ROLE_GAP)
+            .min_by_key(|(gap, _)| *gap)
+    {
         return Some(c);
     }
     let mut best: Option<(usize, &'a Card)> = None;

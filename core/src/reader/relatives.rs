@@ -183,7 +183,7 @@ pub fn named(link: &str, subject: &str, text: &str, sex_of: impl Fn(&str) -> Opt
     let sex = |name: &str| titled_sex(name).or_else(|| sex_of(name));
     for sentence in text::sentences(text) {
         let found = if parent {
-            parent_in(sentence, &link, subject, &sex)
+            parent_in(sentence, asked?, subject, &sex)
         } else {
             SPOUSE_IS
                 .find_iter(sentence)
@@ -211,7 +211,8 @@ fn appositive(sentence: &str, at: usize, subject: &str) -> bool {
 }
 
 /// The father or mother a sentence about `subject` names.
-fn parent_in(sentence: &str, link: &str, subject: &str, sex: &impl Fn(&str) -> Option<Sex>) -> Option<String> {
+fn parent_in(sentence: &str, asked: Sex, subject: &str, sex: &impl Fn(&str) -> Option<Sex>) -> Option<String> {
+    let link = if asked == Sex::Male { "father" } else { "mother" };
     if let Some(c) =
         PARENT_IS.captures_iter(sentence).find(|c| about(sentence, c.get(0).map_or(0, |m| m.start()), subject))
         && c[1].eq_ignore_ascii_case(link)
@@ -231,7 +232,6 @@ fn parent_in(sentence: &str, link: &str, subject: &str, sex: &impl Fn(&str) -> O
     };
     let first = name_ending(first).or_else(|| name_opening(first));
     let second = second.and_then(name_ending);
-    let asked = if link == "father" { Sex::Male } else { Sex::Female };
     let of = |n: &Option<String>| n.as_deref().and_then(sex);
     // The one the evidence shows is of the asked sex; else the one in the asked place, unless shown otherwise.
     if of(&first) == Some(asked) {
