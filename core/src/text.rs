@@ -199,8 +199,10 @@ fn paragraph_sentences(text: &str) -> Vec<&str> {
 }
 
 /// Words that may sit inside a name without being capitalised ("Ermengarde of Tours", "One Piece").
-const NAME_CONNECTORS: &[&str] =
-    &["of", "de", "la", "von", "van", "der", "du", "the", "al", "bin", "y", "am", "da", "di", "del", "zu", "upon"];
+pub(crate) const NAME_CONNECTORS: &[&str] = &[
+    "of", "de", "la", "le", "von", "van", "der", "den", "du", "the", "al", "bin", "ibn", "y", "am", "da", "di", "del",
+    "zu", "upon",
+];
 
 /// Question and sentence-initial words that are capitalised without being names.
 const NOT_NAMES: &[&str] = &[

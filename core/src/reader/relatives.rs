@@ -27,11 +27,6 @@ static SPOUSE_IS: LazyLock<Regex> = LazyLock::new(|| {
     .expect("static regex")
 });
 
-/// Words a name may hold in lower case between its capitalised words: "William I *of* Dampierre".
-const CONNECTORS: &[&str] = &[
-    "of", "de", "la", "le", "von", "van", "der", "den", "du", "the", "al", "bin", "ibn", "y", "da", "di", "del", "zu",
-];
-
 /// Lower-case words that may stand between "married" and the name it leads to ("married the actress Jane Doe").
 const LEAD_IN: usize = 3;
 
@@ -40,7 +35,9 @@ fn name_word(word: &str) -> bool {
     let bare = word.trim_matches(|c: char| matches!(c, '"' | '\'' | '“' | '”' | '.'));
     // "al-Malik", "ibn-Said": a lower-case particle joined to a capitalised name.
     let joined = bare.split_once('-').is_some_and(|(_, name)| name.starts_with(char::is_uppercase));
-    bare.chars().next().is_some_and(|c| c.is_uppercase() || c.is_ascii_digit()) || CONNECTORS.contains(&bare) || joined
+    bare.chars().next().is_some_and(|c| c.is_uppercase() || c.is_ascii_digit())
+        || text::NAME_CONNECTORS.contains(&bare)
+        || joined
 }
 
 /// Whether `word` opens a name: capitalised and not a month or a sentence's capitalised function word.
