@@ -37,7 +37,18 @@ impl Chain {
 pub fn depths(question: &str, window: &[&Card], bridges: &[Bridge]) -> Vec<Option<usize>> {
     // A card the question names is one whose title is a name the question gives, not one that only shares its
     // common words ("Place of birth").
-    let names = text::name_spans(question);
+    let mut names = text::name_spans(question);
+    // A one-word disambiguation stays with its name ("B Boy (Song)"), so a title that opens with an article the
+    // name drops ("The Organization (Film)" gives "Organization Film") is found by the name without it as well.
+    let undisambiguated: Vec<&str> = question
+        .split_whitespace()
+        .filter(|w| !(w.starts_with('(') && w.trim_end_matches('?').ends_with(')')))
+        .collect();
+    for name in text::name_spans(&undisambiguated.join(" ")) {
+        if !names.contains(&name) {
+            names.push(name);
+        }
+    }
     let named = |title: &str| {
         !title.is_empty()
             && (text::mentions(question, title)

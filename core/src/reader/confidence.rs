@@ -24,11 +24,12 @@ pub struct Judged<'a> {
 }
 
 /// Reads `question` from `window` along `chain` and judges the best reading. A span is given when the walk along
-/// the chain shows it; the walk's reading then replaces the one read from the whole window.
+/// the chain shows it; the walk's reading then replaces the one read from the whole window, or stands alone when
+/// the whole window offered none (the end's life parenthesis names no cue of the question: "(c. 850 – 890)").
 pub fn judge<'a>(question: &str, window: &[&'a Card], chain: &Chain) -> Option<Judged<'a>> {
     let mut found = candidates(question, window, chain, 2).into_iter();
-    let reading = found.next()?;
-    let margin = reading.score - found.next().map_or(0.0, |r| r.score);
+    let best = found.next();
+    let margin = best.as_ref().map_or(0.0, |r| r.score - found.next().map_or(0.0, |r| r.score));
     let walk = walk::walk(&asked::asked(question), question, window, chain);
     if let Some(w) = &walk
         && w.shows()
@@ -38,6 +39,7 @@ pub fn judge<'a>(question: &str, window: &[&'a Card], chain: &Chain) -> Option<J
         let reading = Reading { text: plain, ..end.clone() };
         return Some(Judged { reading, margin, given: true, walk });
     }
+    let reading = best?;
     let given = confident(&reading);
     Some(Judged { reading, margin, given, walk })
 }

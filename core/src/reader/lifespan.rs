@@ -2,8 +2,16 @@
 //! in The Hague)", "(22 September 1869, Évreux – 9 December 1925, Paris)", "(born May 24, 1946 in St. John's)".
 //! What stands before the dash is the birth, what stands after it the death, each a date and perhaps a place.
 
+use std::sync::LazyLock;
+
+use regex::Regex;
+
 use super::spans;
 use crate::text;
+
+/// A year of three digits, which the date spans do not take alone ("2005" they do): inside a life's span it is
+/// one ("(c. 848 – after 890)").
+static EARLY_YEAR: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"\b\d{3}\b").expect("static regex"));
 
 /// The date and the place of one end of a life, as the text writes them.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -32,12 +40,13 @@ pub fn life(text: &str, subject: &str) -> Option<Life> {
         let close = sentence[open..].find(')').map_or(sentence.len(), |i| i + open);
         let inside = &sentence[open + 1..close];
         from = close.min(sentence.len() - 1) + 1;
-        if !text::tokens(&sentence[..open]).iter().any(|w| named.contains(w)) || spans::dates(inside).is_empty() {
+        let dated = |p: &str| !spans::dates(p).is_empty() || dash(p).is_some() && EARLY_YEAR.is_match(p);
+        if !text::tokens(&sentence[..open]).iter().any(|w| named.contains(w)) || !dated(inside) {
             continue;
         }
         // "born Miriam Bilenkin; March 16, 1911, Dayton, Ohio – …": the part with the dates.
-        let part = inside.split(';').find(|p| !spans::dates(p).is_empty()).unwrap_or(inside);
-        let split = DASHES.iter().filter_map(|d| part.find(d).map(|i| (i, d.len()))).min_by_key(|(i, _)| *i);
+        let part = inside.split(';').find(|p| dated(p)).unwrap_or(inside);
+        let split = dash(part);
         return Some(match split {
             Some((at, len)) => Life { birth: end(&part[..at]), death: end(&part[at + len..]) },
             None => {
@@ -51,10 +60,18 @@ pub fn life(text: &str, subject: &str) -> Option<Life> {
     None
 }
 
+/// Where the first dash of a life's span stands, and its length.
+fn dash(part: &str) -> Option<(usize, usize)> {
+    DASHES.iter().filter_map(|d| part.find(d).map(|i| (i, d.len()))).min_by_key(|(i, _)| *i)
+}
+
 /// One end: its date, and the place written after it ("17 May 1662 in The Hague", "1869, Évreux").
 fn end(part: &str) -> End {
-    let Some(date) = spans::dates(part).into_iter().next() else { return End::default() };
-    let after = part[date.at + date.text.len()..].trim_start_matches([',', ' ']);
+    let early = || EARLY_YEAR.find(part).map(|m| (m.start(), m.as_str().to_string()));
+    let Some((at, date)) = spans::dates(part).into_iter().next().map(|d| (d.at, d.text)).or_else(early) else {
+        return End::default();
+    };
+    let after = part[at + date.len()..].trim_start_matches([',', ' ']);
     let after = after.strip_prefix("in ").or_else(|| after.strip_prefix("at ")).unwrap_or(after).trim();
     let place = (!after.is_empty()
         && after.starts_with(char::is_uppercase)
@@ -63,7 +80,7 @@ fn end(part: &str) -> End {
             .split_whitespace()
             .all(|w| w.starts_with(|c: char| !c.is_lowercase()) || ["of", "de", "upon", "am", "on"].contains(&w)))
     .then(|| after.trim_end_matches(['.', ',']).to_string());
-    End { date: Some(date.text), place }
+    End { date: Some(date), place }
 }
 
 #[cfg(test)]
@@ -98,6 +115,9 @@ mod tests {
         .unwrap();
         assert_eq!((l.birth.place.as_deref(), l.death), (Some("St. John's, Newfoundland"), End::default()));
         assert_eq!(life("The war (1914 – 1918) was long.", "Harald"), None, "a parenthesis after another name");
+        let l = life("Onneca Fortúnez (c. 848 – after 890) was a Basque princess.", "Onneca Fortúnez").unwrap();
+        assert_eq!((l.birth.date.as_deref(), l.death.date.as_deref()), (Some("848"), Some("890")));
+        assert_eq!(life("Leofric (pop. 350) was a village.", "Leofric"), None, "three digits without a span");
         let l = life("Leofric (died 31 August 1057) was an Earl of Mercia.", "Leofric").unwrap();
         assert_eq!((l.death.date.as_deref(), l.birth), (Some("31 August 1057"), End::default()));
     }

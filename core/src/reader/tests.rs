@@ -579,6 +579,35 @@ fn a_relative_two_links_away_is_walked_link_by_link() {
 }
 
 #[test]
+fn a_parent_named_far_from_the_kinship_word_is_walked_to_by_the_family_clause() {
+    // The mother is named second, eight words after "daughter"; the father's card has no pronouns to tell its sex.
+    let cards = [
+        card(
+            1,
+            "Ana of Lara",
+            "Ana of Lara (876 – 958) was a queen. She was daughter of the Count Sancho Ruiz of Larraun and Eva Ortiz.",
+        ),
+        card(2, "Sancho Ruiz", "Sancho Ruiz was a count of Larraun."),
+        card(3, "Eva Ortiz", "Eva Ortiz (c. 850 – 890) was a noblewoman. She died in Pamplona."),
+    ];
+    let (text, given, followed) = judged("Where did Ana Of Lara's mother die?", &cards, 1).unwrap();
+    assert_eq!((text.as_str(), given, followed), ("Pamplona", true, 1));
+    let (text, given, _) = judged("When did Ana Of Lara's mother die?", &cards, 1).unwrap();
+    assert_eq!((text.as_str(), given), ("890", true));
+}
+
+#[test]
+fn a_title_with_an_article_and_a_one_word_disambiguation_is_the_chain_s_anchor() {
+    let cards = [
+        card(1, "The Quiet Hour (film)", "The Quiet Hour is a 1971 drama film directed by Jean Dupont."),
+        card(2, "Jean Dupont", "Jean Dupont (3 March 1920 – 12 May 1990) was a Canadian film director."),
+    ];
+    let (text, given, followed) =
+        judged("What is the date of death of the director of film The Quiet Hour (Film)?", &cards, 1).unwrap();
+    assert_eq!((text.as_str(), given, followed), ("12 May 1990", true, 1));
+}
+
+#[test]
 fn the_one_person_a_work_names_is_its_maker() {
     let cards = [
         card(1, "Blue Rain", "\"Blue Rain\" is a song of Swedish singer Ann Lee, from her album Dawn."),

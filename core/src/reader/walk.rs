@@ -197,8 +197,16 @@ pub fn walk<'a>(a: &Asked, question: &str, window: &[&'a Card], chain: &Chain) -
                     .min_by_key(|(gap, _)| *gap)
                     .map(|(_, c)| c)
             };
+            // A parent or a spouse named in the card's family clause ("the daughter of the Count Aznar Sánchez of
+            // Larraun and Onneca Fortúnez" names the mother second), when the window has that person's card.
+            let relative = || {
+                let sex = |name: &str| card_named(window, name).and_then(kin::sex_of);
+                let name = relatives::named(head, subject(&last.hit.title), &said_by, sex)?;
+                open.iter().copied().find(|c| names_card(&name, c))
+            };
             let maker = other_end.is_empty() && !answer;
-            let next = nearest(cue, &other_end)
+            let next = relative()
+                .or_else(|| nearest(cue, &other_end))
                 .or_else(|| maker.then(|| nearest(&[], &by())).flatten())
                 .or_else(|| if answer { None } else { only_person(&open, &said_by) });
             match next {
@@ -277,6 +285,15 @@ fn life_end<'a>(kind: AnswerKind, asks: &[String], window: &[&'a Card], card: &'
         let text = if kind == AnswerKind::Place { end.place } else { end.date }?;
         Some(Reading { text, kind, cards: vec![c], score: 1.0 })
     })
+}
+
+/// Whether `name`, as a text writes it, is `card`'s subject: the same words, or the subject after a title or an
+/// office ("Caliph Abd al-Malik", "chief minister M. Karunanidhi"), or before a title after a comma ("Odo III, Duke
+/// of Burgundy").
+fn names_card(name: &str, card: &Card) -> bool {
+    let title = text::tokens(subject(&card.hit.title));
+    let (whole, head) = (text::tokens(name), text::tokens(name.split(", ").next().unwrap_or(name)));
+    !title.is_empty() && (whole == title || head == title || title.len() >= 2 && head.ends_with(&title))
 }
 
 /// Whether a span of a person or a place shares a name's word with a card on the path: another form of the end's
