@@ -8,6 +8,7 @@ use super::{
     Reading,
     asked::{Asked, Order},
     chain::link_distance,
+    fit::names_a_people,
     lifespan,
     spans::{self, DateValue, Shape},
     words::{card_named, fold, same_word, subject},
@@ -105,20 +106,28 @@ fn lifespan(card: &Card) -> Option<f64> {
 /// Most words between a role's word and the name it leads to: "directed by Clarence Brown" is one.
 const ROLE_GAP: usize = 4;
 
+/// The card of the person `card` names nearest a role the question asks about ("directed by Clarence Brown"),
+/// when the window has it.
+fn role_bridge<'a>(card: &Card, window: &[&'a Card], cues: &[String]) -> Option<&'a Card> {
+    let roles: Vec<String> = cues.iter().filter(|c| is_role(c)).cloned().collect();
+    if roles.is_empty() {
+        return None;
+    }
+    window
+        .iter()
+        .copied()
+        .filter(|c| c.hit.doc_id != card.hit.doc_id && fold(&c.hit.title) != fold(&card.hit.title))
+        .filter_map(|c| Some((link_distance(&card.hit.text, subject(&c.hit.title), &roles, &[])?, c)))
+        .filter(|(gap, _)| *gap <= ROLE_GAP)
+        .min_by_key(|(gap, _)| *gap)
+        .map(|(_, c)| c)
+}
+
 /// The card a "who" clause points at from an option's card: the person (or thing) named in the option's card
 /// whose own card is in the window, preferring one named next to the question's noun ("directed by …").
 fn bridged<'a>(card: &Card, window: &[&'a Card], cues: &[String]) -> Option<&'a Card> {
     // The one named nearest the role's own word ("directed by Clarence Brown"), when the question names a role.
-    let roles: Vec<String> = cues.iter().filter(|c| is_role(c)).cloned().collect();
-    if !roles.is_empty()
-        && let Some((_, c)) = window
-            .iter()
-            .copied()
-            .filter(|c| c.hit.doc_id != card.hit.doc_id && fold(&c.hit.title) != fold(&card.hit.title))
-            .filter_map(|c| Some((link_distance(&card.hit.text, subject(&c.hit.title), &roles, &[])?, c)))
-            .filter(|(gap, _)| *gap <= ROLE_GAP)
-            .min_by_key(|(gap, _)| *gap)
-    {
+    if let Some(c) = role_bridge(card, window, cues) {
         return Some(c);
     }
     let mut best: Option<(usize, &'a Card)> = None;
@@ -237,6 +246,57 @@ fn descriptors(card: &Card) -> Vec<String> {
         .collect()
 }
 
+/// Adjectives of a people's shape that name a faith, a party or an age instead ("a Republican politician", "a
+/// Roman Catholic prelate", "a Victorian novelist"). English, no data set's words.
+const NOT_PEOPLES: &[&str] = &[
+    "republican",
+    "democratic",
+    "christian",
+    "catholic",
+    "protestant",
+    "anglican",
+    "lutheran",
+    "presbyterian",
+    "episcopalian",
+    "methodist",
+    "islamic",
+    "libertarian",
+    "socialist",
+    "victorian",
+    "edwardian",
+    "elizabethan",
+    "georgian",
+    "roman",
+    "olympic",
+    "olympian",
+];
+
+/// The peoples' adjectives a card's first sentence describes its subject with, after its "is" or "was" ("an
+/// American film director", "a Greek-American photographer"), lower case: each before a common noun or another
+/// people's adjective, so that a place's name of the same shape ("Isfahan Province") is none. One joined to "born"
+/// says a birthplace, not a nationality ("a Russian-born French director" is French).
+fn peoples(card: &Card) -> Vec<String> {
+    let Some(first) = text::sentences(&card.hit.text).into_iter().next() else { return Vec::new() };
+    let title = text::tokens(&card.hit.title);
+    let bare = |w: &str| w.trim_matches(|c: char| !c.is_alphanumeric()).to_string();
+    let words: Vec<String> =
+        first.split(|c: char| c.is_whitespace() || c == '-').map(bare).filter(|w| !w.is_empty()).collect();
+    let Some(copula) = words.iter().position(|w| matches!(w.as_str(), "is" | "was" | "are" | "were")) else {
+        return Vec::new();
+    };
+    let people = |w: &str| names_a_people(w) && !NOT_PEOPLES.contains(&w.to_lowercase().as_str());
+    let mut out: Vec<String> = Vec::new();
+    for (i, word) in words.iter().enumerate().skip(copula + 1) {
+        let lower = word.to_lowercase();
+        let next = words.get(i + 1).map_or("", String::as_str);
+        let before_noun = next.starts_with(char::is_lowercase) && next != "born" || people(next);
+        if people(word) && before_noun && !title.contains(&lower) {
+            out.push(lower);
+        }
+    }
+    out
+}
+
 /// The window's card that opens `card`'s document (its first chunk, `doc#0`), where a document says what its
 /// subject is; `card` itself when no earlier chunk of its document is in the window.
 fn opening<'a>(window: &[&'a Card], card: &'a Card) -> &'a Card {
@@ -251,16 +311,33 @@ pub fn yes_no<'a>(a: &Asked, window: &[&'a Card]) -> Option<Reading<'a>> {
     if cards.is_empty() || (a.options.len() >= 2 && cards.len() < 2) || cards.len() == 2 && cards[0].n == cards[1].n {
         return None;
     }
-    let yes = if a.same.is_some() && cards.len() >= 2 {
-        let (x, y) = (descriptors(cards[0]), descriptors(cards[1]));
+    let yes = if let Some(same) = a.same.as_deref()
+        && cards.len() >= 2
+    {
+        // "Are the directors of films X and Y from the same country?": each film's director, named nearest the
+        // role's word, is compared; a film's own country is no director's nationality, so a director the window
+        // has no card of leaves the question unanswered.
+        let (x, y) = if a.links.iter().any(|l| l.first().is_some_and(|h| is_role(h))) {
+            let by_role = |c: &Card| role_bridge(c, window, &a.cues);
+            (by_role(cards[0])?, by_role(cards[1])?)
+        } else {
+            (cards[0], cards[1])
+        };
         // Two openings that share no name have not been shown to differ: one may name a country and the other a
-        // city in it, a nationality and a birthplace, a people and a religion. The reader cannot tell these apart
-        // (measured on 2Wiki, a "no" read from differing peoples or places was right 2 times in 6), so it
-        // answers only the "yes" it can show.
-        if !x.iter().any(|w| y.contains(w)) {
-            return None;
+        // city in it, a nationality and a birthplace, a people and a religion (measured on 2Wiki, a "no" read from
+        // differing peoples or places was right 2 times in 6). A nationality differs where each opening says what
+        // its subject is with a people's adjective, and the two share none ("an American film director", "a
+        // British director").
+        if descriptors(x).iter().any(|w| descriptors(y).contains(w)) {
+            true
+        } else {
+            let (p, q) = (peoples(x), peoples(y));
+            let nationality = matches!(same, "country" | "nationality");
+            if !nationality || p.is_empty() || q.is_empty() || p.iter().any(|w| q.contains(w)) {
+                return None;
+            }
+            false
         }
-        true
     } else {
         let cues: Vec<String> = relation_cues(a).into_iter().filter(|c| c != "both" && c != "located").collect();
         if cues.is_empty() {

@@ -678,6 +678,25 @@ fn a_role_is_compared_through_each_option_or_not_at_all() {
 }
 
 #[test]
+fn directors_nationalities_are_compared_through_each_film_and_differ_by_their_peoples() {
+    let cards = [
+        card(1, "Red Sky", "Red Sky is a 1992 Australian comedy film directed by Ron Hale."),
+        card(2, "Blue Sea", "Blue Sea is a 1937 American adventure film directed by Tom Ward and starring Ann Lee."),
+        card(3, "Ron Hale", "Ron Hale (born 1937) is an American cartoonist and film director."),
+        card(4, "Tom Ward", "Tom Ward (1898 – 1985) was an American film director and producer."),
+        card(5, "Eve Stone", "Eve Stone (born 1950) is a Russian-born French director."),
+        card(6, "Gray Hill", "Gray Hill is a 1957 British drama film directed by Eve Stone."),
+        card(7, "Jo Reed", "Jo Reed was a Democratic politician from the U.S. state of Ohio."),
+    ];
+    let q = "Are the directors of films Red Sky and Blue Sea both from the same country?";
+    assert_eq!(judged(q, &cards, 1).map(|j| j.0).as_deref(), Some("yes"), "both American, though the films differ");
+    let q = "Are the directors of films Gray Hill and Blue Sea both from the same country?";
+    assert_eq!(judged(q, &cards, 1).map(|j| j.0).as_deref(), Some("no"), "French (Russian-born) and American");
+    let q = "Do Jo Reed and Tom Ward have the same nationality?";
+    assert_eq!(judged(q, &cards, 0).map(|j| j.0), None, "a party is no people");
+}
+
+#[test]
 fn a_relative_without_a_card_is_read_from_the_card_before_and_a_life_from_its_parenthesis() {
     let cards = [
         card(1, "Summer Skin", "Summer Skin is a 1961 Argentine film directed by Leo Torre."),
