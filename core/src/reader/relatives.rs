@@ -68,7 +68,12 @@ fn with_titles(name: &str, parts: &[&str]) -> String {
     let mut out = name.to_string();
     for part in parts.iter().take(2) {
         let words: Vec<&str> = part.split_whitespace().collect();
-        if words.is_empty() || !words.iter().all(|w| name_word(w)) || words[0].starts_with(char::is_lowercase) {
+        // "Prince of Waldeck and Pyrmont": "and" between two capitalised words of a title.
+        let joins = |i: usize| {
+            words[i] == "and" && i > 0 && words.get(i + 1).is_some_and(|w| w.starts_with(char::is_uppercase))
+        };
+        let title = (0..words.len()).all(|i| name_word(words[i]) || joins(i));
+        if words.is_empty() || !title || words[0].starts_with(char::is_lowercase) {
             break;
         }
         out = format!("{out}, {}", words.join(" "));
@@ -207,6 +212,18 @@ fn appositive(sentence: &str, at: usize, subject: &str) -> bool {
         && !of_subject
 }
 
+/// Where the "and" between two parents stands: the first one that is not part of a title the subject's own name
+/// holds ("the son of Karl August, Prince of Waldeck and Pyrmont and Christiane" of "George I, Prince of Waldeck
+/// and Pyrmont": a family shares its title).
+fn between_parents(parents: &str, subject: &str) -> Option<usize> {
+    let titled = |at: usize| {
+        let before = parents[..at].rsplit(char::is_whitespace).next().unwrap_or("");
+        let after = parents[at + " and ".len()..].split(char::is_whitespace).next().unwrap_or("");
+        !before.is_empty() && !after.is_empty() && subject.contains(&format!("{before} and {after}"))
+    };
+    parents.match_indices(" and ").map(|(at, _)| at).find(|at| !titled(*at))
+}
+
 /// The father or mother a sentence about `subject` names.
 fn parent_in(sentence: &str, asked: Sex, subject: &str, sex: &impl Fn(&str) -> Option<Sex>) -> Option<String> {
     let link = if asked == Sex::Male { "father" } else { "mother" };
@@ -223,8 +240,8 @@ fn parent_in(sentence: &str, asked: Sex, subject: &str, sex: &impl Fn(&str) -> O
         .filter(|m| about(sentence, m.start(), subject) && !appositive(sentence, m.start(), subject))
         .min_by_key(|m| m.start())?;
     let parents = clause(&sentence[m.end()..]);
-    let (first, second) = match parents.split_once(" and ") {
-        Some((a, b)) => (a.trim_end_matches([',', ' ']), Some(b)),
+    let (first, second) = match between_parents(parents, subject) {
+        Some(at) => (parents[..at].trim_end_matches([',', ' ']), Some(&parents[at + " and ".len()..])),
         None => (parents, None),
     };
     let first = name_ending(first).or_else(|| name_opening(first));
@@ -300,5 +317,12 @@ mod tests {
             "Shuttarna was a son of the great king Artatama I. He was an ally of Pharaoh Amenhotep III and Tiye.";
         assert_eq!(named("father", "Shuttarna II", shuttarna, none).as_deref(), Some("Artatama I"));
         assert_eq!(named("uncle", "Ann", "Ann was the daughter of Karl and Emma.", none), None);
+        let waldeck =
+            "He was the son of Karl August, Prince of Waldeck and Pyrmont and Countess Christiane of Zweibrücken.";
+        assert_eq!(
+            named("father", "George I, Prince of Waldeck and Pyrmont", waldeck, none).as_deref(),
+            Some("Karl August, Prince of Waldeck and Pyrmont"),
+            "the family's title is not cut at its 'and'"
+        );
     }
 }
