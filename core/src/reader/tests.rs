@@ -627,6 +627,20 @@ fn a_walk_reads_every_passage_of_a_document_it_reaches() {
     ];
     let (text, given, followed) = judged("Where did the director of film The Quiet Hour die?", &cards, 1).unwrap();
     assert_eq!((text.as_str(), given, followed), ("Lyon", true, 1));
+    let cards = [
+        passage(1, 1, "quiet", "The Quiet Hour", "The Quiet Hour is a 1971 drama film directed by Jean Dupont."),
+        passage(
+            2,
+            1,
+            "dupont",
+            "Jean Dupont",
+            "Jean Dupont (1920–1990) was a French film director. He died in \
+                                               Lyon and was interred at Loyasse Cemetery.",
+        ),
+    ];
+    let q = "Where was the place of burial of the director of film The Quiet Hour?";
+    let (text, given, _) = judged(q, &cards, 1).unwrap();
+    assert_eq!((text.as_str(), given), ("Loyasse Cemetery", true), "interred is buried");
 }
 
 #[test]

@@ -47,7 +47,7 @@ const EVENT_VERBS: &[(&str, &[&str])] = &[
     ("birth", &["born"]),
     ("birthday", &["born"]),
     ("death", &["died", "die", "dies", "killed"]),
-    ("burial", &["buried"]),
+    ("burial", &["buried", "interred", "entombed"]),
     ("marriage", &["married"]),
     ("education", &["educated", "studied", "graduated"]),
     ("residence", &["lived", "lives", "resided"]),
