@@ -111,12 +111,21 @@ pub fn links(question: &str) -> usize {
         }
         i = j.max(i + 1);
     }
-    // "What is the capital of France?": the first description is the answer, not a link.
+    // "What is the capital of France?": the first description is the answer, not a link. Unless it names a
+    // relative through another ("Who is the paternal grandfather of X?" is X's father's father; "the mother-in-law
+    // of X" a spouse's mother), as "Who is X's mother-in-law?" does.
     let copular = w.len() > 2
         && ["what", "who", "which"].contains(&w[0].lower.as_str())
         && COPULAS.contains(&w[1].lower.as_str())
-        && DETERMINERS.contains(&w[2].lower.as_str());
+        && DETERMINERS.contains(&w[2].lower.as_str())
+        && !w.get(3..6).is_some_and(|head| head.iter().any(through_another));
     if copular { links.saturating_sub(1) } else { links }
+}
+
+/// A relative reached through another: a grandparent or a grandchild, or an in-law.
+fn through_another(w: &Word) -> bool {
+    const GRAND: &[&str] = &["father", "mother", "parent", "son", "daughter", "child"];
+    w.lower.ends_with("-in-law") || w.lower.strip_prefix("grand").is_some_and(|r| GRAND.contains(&r))
 }
 
 #[cfg(test)]
@@ -147,6 +156,9 @@ mod tests {
             ("Which film whose director is younger, Dangerously They Live or Salad By The Roots?", 1),
             ("Which film has the director born later, Christ Walking On The Water or 45 Fathers?", 1),
             ("Who is Mugain's mother-in-law?", 1),
+            ("Who is the mother-in-law of Louise Of Mecklenburg-Güstrow?", 1),
+            ("Who is the paternal grandfather of Engelbert Iii Of The Mark?", 1),
+            ("Who is the father of Engelbert Iii Of The Mark?", 0),
             (
                 "Do both directors of films Wrong Turn 5: Bloodlines and Dark River (2017 Film) have the same nationality?",
                 1,
