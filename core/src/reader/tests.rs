@@ -485,14 +485,18 @@ fn a_card_s_subject_is_answered_by_its_title_when_its_text_opens_with_another_fo
 fn a_span_is_withheld_but_its_sentence_is_found_and_a_choice_is_given() {
     let cards = [
         card(1, "The Quiet Hour", "The Quiet Hour is a 1971 Canadian drama film directed by Jean Dupont."),
-        card(2, "Jean Dupont", "Jean Dupont was a film director. He was born on 3 March 1920 in Montreal, Quebec."),
+        card(
+            2,
+            "Jean Dupont",
+            "Jean Dupont was a film director. He was born on 3 March 1920; he grew up in Montreal, Quebec.",
+        ),
     ];
     let window: Vec<&Card> = cards.iter().collect();
     let judged = judge("Where was the director of film The Quiet Hour born?", &window, &Chain::of(1)).unwrap();
     assert_eq!(judged.reading.text, "Montreal, Quebec");
-    assert!(!judged.given, "five words from \"born\", past a date: too far for the walk to show it");
+    assert!(!judged.given, "past the clause of \"born\": another event's place");
     let (source, sentence) = source_sentence(&judged.reading).unwrap();
-    assert_eq!((source.n, sentence), (2, "He was born on 3 March 1920 in Montreal, Quebec."));
+    assert_eq!((source.n, sentence), (2, "He was born on 3 March 1920; he grew up in Montreal, Quebec."));
 
     let cards = [
         card(1, "Ann Lee", "Ann Lee (born 4 May 1950) is an English painter."),
@@ -744,4 +748,38 @@ fn a_relative_without_a_card_is_read_from_the_card_before_and_a_life_from_its_pa
         judged("When was the husband of Jeanne Ray born?", &cards, 1).map(|j| (j.0, j.1)),
         Some(("22 September 1869".to_string(), true))
     );
+}
+
+#[test]
+fn a_place_of_death_is_the_first_place_after_the_event_s_words_in_its_clause() {
+    use crate::fixtures::card as passage;
+    let film =
+        || passage(1, 1, "quiet", "The Quiet Hour", "The Quiet Hour is a 1971 drama film directed by Jean Dupont.");
+    let director = |text: &str| passage(2, 1, "dupont", "Jean Dupont", text);
+    let q = "Where did the director of film The Quiet Hour die?";
+    let cards = [
+        film(),
+        director(
+            "Jean Dupont (1920–2015) was a French film director. He died on March 28, 2015, at the age of 95 at his \
+             home in Nantes, France.",
+        ),
+    ];
+    let (text, given, _) = judged(q, &cards, 1).unwrap();
+    assert_eq!((text.as_str(), given), ("Nantes, France", true), "the first place after the event's words");
+    let cards = [
+        film(),
+        director(
+            "Jean Dupont (1920–1990) was a French director. He was assassinated by Paul Marceau (also Marso) in Lyon.",
+        ),
+    ];
+    let (text, given, _) = judged(q, &cards, 1).unwrap();
+    assert_eq!((text.as_str(), given), ("Lyon", true), "a killer's name is not where he died");
+    let cards = [
+        film(),
+        director(
+            "Jean Dupont (1920–1990) was a French director. He died at the age of 70; his films are kept in Paris.",
+        ),
+    ];
+    let given = judged(q, &cards, 1).is_some_and(|j| j.1);
+    assert!(!given, "a place past the clause is another event's");
 }

@@ -11,7 +11,7 @@ use super::{
     asked::{self, Asked},
     chain::{Chain, depths, link_distance},
     extract::{cue_positions, extract},
-    kin, lifespan, relatives,
+    kin, lifespan, relatives, spans,
     words::{card_named, fold, subject},
 };
 use crate::text;
@@ -46,7 +46,7 @@ impl Walk<'_> {
 const EVENT_VERBS: &[(&str, &[&str])] = &[
     ("birth", &["born"]),
     ("birthday", &["born"]),
-    ("death", &["died", "die", "dies", "killed"]),
+    ("death", &["died", "die", "dies", "killed", "assassinated", "murdered", "executed"]),
     ("burial", &["buried", "interred", "entombed"]),
     ("marriage", &["married"]),
     ("education", &["educated", "studied", "graduated"]),
@@ -129,9 +129,13 @@ fn path(a: &Asked, question: &str) -> Option<Path> {
     }
     let on_hop = |w: &String| hops.iter().flatten().any(|h| h == w);
     let mut asks: Vec<String> = a.cues.iter().filter(|c| !on_hop(c)).cloned().collect();
+    // An event asked by its noun or by one of its verbs is found by any of them: "Where did X die?" is answered
+    // by "was assassinated in".
     for (noun, verbs) in EVENT_VERBS {
-        if asks.iter().any(|c| c == noun) {
-            asks.extend(verbs.iter().map(|v| v.to_string()));
+        if asks.iter().any(|c| c == noun || verbs.contains(&c.as_str())) {
+            for verb in verbs.iter().filter(|v| !asks.iter().any(|c| c == *v)).collect::<Vec<_>>() {
+                asks.push(verb.to_string());
+            }
         }
     }
     Some(Path { hops, asks, to_card })
@@ -265,8 +269,10 @@ pub fn walk<'a>(a: &Asked, question: &str, window: &[&'a Card], chain: &Chain) -
         .flatten()
         .filter(|r| !on_path(&r.text) && !names_the_path(&r.text, &path))
         .find_map(|r| {
-            let gap = cue_gap(a.kind, &r.cards.first()?.hit.text, &r.text, &asks)?;
-            (gap <= end_gap(a.kind)).then_some((r, gap))
+            let text = &r.cards.first()?.hit.text;
+            let gap = cue_gap(a.kind, text, &r.text, &asks)?;
+            (gap <= end_gap(a.kind) || a.kind == AnswerKind::Place && first_place_after(text, &r.text, &asks))
+                .then_some((r, gap))
         });
     Some(Walk { path, followed, links, end })
 }
@@ -308,7 +314,7 @@ const LOCATIVES: &[&str] = &["in", "at", "near", "from", "on"];
 
 /// Whether the mention at `at` is written after a locative preposition, at most two words before it.
 fn located(sentence: &str, at: usize) -> bool {
-    crate::reader::spans::words_before(sentence, at, 2).iter().any(|w| LOCATIVES.contains(&w.as_str()))
+    spans::words_before(sentence, at, 2).iter().any(|w| LOCATIVES.contains(&w.as_str()))
 }
 
 /// The window's cards of `card`'s document, in the window's order: a long document is indexed in passages, and
@@ -334,6 +340,34 @@ fn only_person<'a>(open: &[&'a Card], said_by: &str) -> Option<&'a Card> {
 
 fn by() -> Vec<String> {
     vec!["by".to_string()]
+}
+
+/// Whether `span` is the first place a sentence of `text` writes after the asked event's words, with no other
+/// place between and no clause boundary: "He died on March 28, 2015, at the age of 101 at his home in Newport
+/// Beach", "assassinated by Balthasar Gérard (also written as Gerardts) in Delft". A name not written after a
+/// locative ("by Balthasar Gérard") is a person, not a place, and does not count.
+fn first_place_after(text: &str, span: &str, cues: &[String]) -> bool {
+    text::sentences(text).into_iter().any(|sentence| {
+        let Some((cue, _)) = cue_positions(sentence, cues).into_iter().next() else { return false };
+        let after = sentence[cue..].find(';').map_or(sentence.len(), |i| cue + i);
+        // A day ("on March 28") is a name's shape too, but no place.
+        let dated = |name: &str| {
+            text::tokens(name).first().is_some_and(|w| spans::MONTHS.contains(&w.as_str()))
+                || !spans::dates(name).is_empty()
+        };
+        let names = spans::names(sentence);
+        let Some(first) = names
+            .iter()
+            .filter(|n| n.at > cue && n.at < after && located(sentence, n.at) && !dated(&n.text))
+            .min_by_key(|n| n.at)
+        else {
+            return false;
+        };
+        // The place with its region, when the sentence writes one after a comma: "Nantes, France".
+        let end = first.at + first.text.len();
+        let region = names.iter().find(|n| sentence.get(end..n.at) == Some(", "));
+        span == region.map_or(first.text.clone(), |r| format!("{}, {}", first.text, r.text))
+    })
 }
 
 /// Most words between the span read at the chain's end and the asked relation's own words, by kind:
