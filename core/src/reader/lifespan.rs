@@ -33,10 +33,15 @@ const DASHES: &[&str] = &[" – ", " — ", " - ", "–", "—"];
 /// The life a text about `subject` opens with: from the first parenthesis, in its first sentence, after a word of
 /// the subject's name, that holds a date.
 pub fn life(text: &str, subject: &str) -> Option<Life> {
-    let sentence = text::sentences(text).into_iter().next()?;
+    // The first sentence, but a parenthesis it opens is read to its close: the splitter may end a sentence at an
+    // abbreviation inside it ("(pl: Siemowit IV Młodszy; ca. 1353/1356 – 21 January 1426)").
+    let first = text::sentences(text).into_iter().next()?;
+    let start = text.find(first)?;
+    let sentence = &text[start..];
+    let limit = first.len();
     let named = text::content_words(subject);
     let mut from = 0;
-    while let Some(open) = sentence[from..].find('(').map(|i| i + from) {
+    while let Some(open) = sentence[from..].find('(').map(|i| i + from).filter(|open| *open < limit) {
         let close = sentence[open..].find(')').map_or(sentence.len(), |i| i + open);
         let inside = &sentence[open + 1..close];
         from = close.min(sentence.len() - 1) + 1;
@@ -118,6 +123,13 @@ mod tests {
         let l = life("Onneca Fortúnez (c. 848 – after 890) was a Basque princess.", "Onneca Fortúnez").unwrap();
         assert_eq!((l.birth.date.as_deref(), l.death.date.as_deref()), (Some("848"), Some("890")));
         assert_eq!(life("Leofric (pop. 350) was a village.", "Leofric"), None, "three digits without a span");
+        let l = life(
+            "Siemowit IV (Ziemowit IV), also known as Siemowit IV the Younger (pl: \"Siemowit IV Młodszy\"; ca. \
+             1353/1356 – 21 January 1426) , was a Polish prince.",
+            "Siemowit IV, Duke of Masovia",
+        )
+        .unwrap();
+        assert_eq!(l.death.date.as_deref(), Some("21 January 1426"), "read past the abbreviation's full stop");
         let l = life("Leofric (died 31 August 1057) was an Earl of Mercia.", "Leofric").unwrap();
         assert_eq!((l.death.date.as_deref(), l.birth), (Some("31 August 1057"), End::default()));
     }
