@@ -328,7 +328,8 @@ pub fn yes_no<'a>(a: &Asked, window: &[&'a Card]) -> Option<Reading<'a>> {
         // differing peoples or places was right 2 times in 6). A nationality differs where each opening says what
         // its subject is with a people's adjective, and the two share none ("an American film director", "a
         // British director").
-        if descriptors(x).iter().any(|w| descriptors(y).contains(w)) {
+        let (named_x, named_y) = (descriptors(x), descriptors(y));
+        if named_x.iter().any(|w| named_y.contains(w)) {
             true
         } else {
             let (p, q) = (peoples(x), peoples(y));

@@ -40,12 +40,12 @@ pub fn life(text: &str, subject: &str) -> Option<Life> {
     let sentence = &text[start..];
     let limit = first.len();
     let named = text::content_words(subject);
+    let dated = |p: &str| !spans::dates(p).is_empty() || dash(p).is_some() && EARLY_YEAR.is_match(p);
     let mut from = 0;
     while let Some(open) = sentence[from..].find('(').map(|i| i + from).filter(|open| *open < limit) {
         let close = sentence[open..].find(')').map_or(sentence.len(), |i| i + open);
         let inside = &sentence[open + 1..close];
         from = close.min(sentence.len() - 1) + 1;
-        let dated = |p: &str| !spans::dates(p).is_empty() || dash(p).is_some() && EARLY_YEAR.is_match(p);
         if !text::tokens(&sentence[..open]).iter().any(|w| named.contains(w)) || !dated(inside) {
             continue;
         }
