@@ -1,18 +1,45 @@
 //! How well a sentence of the evidence answers the question, for the extractive answer `synthesizer.rs` quotes:
 //! the question's words it uses (a negated form counting for the word), the entities it names, whether its card
-//! is about one of them, and whether it names a thing by the noun phrase a "which" question asks for.
+//! (or the section it is in) is about one of them, and whether it names a thing by the noun phrase a "which"
+//! question asks for. Code, headings and a window's cut-off first sentence never answer.
 
 use sleuth_messages::{AnswerKind, Card};
 
 use crate::{reader, text};
 
-/// What a sentence is scored against: the question's keyword stems and entities, and the noun phrase a "which"
-/// question asks for ([`asked_kind`]).
+/// What a sentence is scored against: the question's keyword stems, its entities and the code identifiers it
+/// names ([`identifiers`]), and the noun phrase a "which" question asks for ([`asked_kind`]).
 pub(super) struct Asks<'q> {
     pub(super) stems: Vec<&'q str>,
-    pub(super) entities: &'q [String],
+    pub(super) entities: Vec<String>,
     pub(super) kind: Vec<String>,
     pub(super) words: Vec<String>,
+    /// What a "how many" question counts ("type families"), else empty.
+    pub(super) counted: Vec<String>,
+}
+
+/// What a "how many" question counts: its asked noun phrase ("How many type families …" gives type, families).
+pub(super) fn counted(question: &str, asked: &reader::asked::Asked) -> Vec<String> {
+    let how_many = question.trim_start().to_lowercase().starts_with("how many ");
+    match how_many && asked.kind == AnswerKind::Number {
+        true => asked.heads.clone(),
+        false => Vec::new(),
+    }
+}
+
+/// Numbers written as words, as documentation spells small counts.
+const NUMBER_WORDS: &[&str] =
+    &["one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven", "twelve"];
+
+/// Whether the sentence counts what a "how many" question counts: a number, in digits or a word, right before the
+/// counted noun phrase's first word ("three type families", "4 bytes").
+pub(super) fn counts(sentence: &str, counted: &[String]) -> bool {
+    let Some(first) = counted.first() else { return false };
+    let tokens = text::tokens(sentence);
+    tokens.windows(2).any(|pair| {
+        let number = pair[0].chars().all(|c| c.is_ascii_digit()) || NUMBER_WORDS.contains(&pair[0].as_str());
+        number && text::stem(&pair[1]) == text::stem(first)
+    })
 }
 
 /// The noun phrase of a "which"/"what" question, up to its head noun: "Which environment variable makes …" gives
@@ -99,7 +126,8 @@ const ORDINARY: &[&str] = &[
 
 /// Whether the sentence names a thing by the asked noun phrase ([`asked_kind`]): "the RUST_BACKTRACE environment
 /// variable", "the ? operator", "the move keyword", a term right after a determiner and before the phrase's head
-/// noun, which is neither a word of the question nor an ordinary adjective. Such a sentence says which one it is.
+/// noun, which is neither a word of the question nor an ordinary adjective, or right after the noun and "called"
+/// or "named" ("a method called new"). Such a sentence says which one it is.
 fn names_a_term_of_kind(sentence: &str, kind: &[String], question: &[String]) -> bool {
     let Some(head) = kind.last() else { return false };
     let words: Vec<&str> = sentence
@@ -110,6 +138,15 @@ fn names_a_term_of_kind(sentence: &str, kind: &[String], question: &[String]) ->
     lower.iter().enumerate().any(|(i, w)| {
         if text::stem(w) != text::stem(head) {
             return false;
+        }
+        // "a static constructor method called new": the term follows, after "called" or "named".
+        if let (Some(verb), Some(term)) = (lower.get(i + 1), lower.get(i + 2))
+            && ["called", "named"].contains(&verb.as_str())
+            && !term.is_empty()
+            && !text::is_stopword(term)
+            && !question.contains(term)
+        {
+            return true;
         }
         // Back over the phrase's other words ("environment" before "variable") to the term before them.
         let mut at = i;
@@ -135,24 +172,97 @@ fn names_a_term_of_kind(sentence: &str, kind: &[String], question: &[String]) ->
     })
 }
 
-/// How well a sentence answers: question words it contains, entities it names, and a bonus when its card is
-/// about one of the question's entities, and when it names a thing by the noun phrase a "which" question asks
-/// for. Code is never the answering sentence.
+/// The code identifiers a question names that capitalised-name spans miss: `is_foo`, `Router::layer` and its
+/// type, `BitSlice` in mid-sentence, and the names inside an attribute or a call (`#[derive(Constructor)]` names
+/// `Constructor`). A lowercase word without an underscore is an ordinary word, even inside code (`derive`).
+pub(super) fn identifiers(question: &str) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    let mut keep = |word: &str| {
+        if word.chars().count() >= 3 && !out.iter().any(|o| o == word) {
+            out.push(word.to_string());
+        }
+    };
+    for raw in question.split_whitespace() {
+        let token = raw.trim_matches(|c: char| matches!(c, '?' | '.' | ',' | ';' | ':' | '"' | '\'' | '`' | '“' | '”'));
+        let coded = token.contains(['(', '[', '#', '<', '{']) || token.contains("::");
+        let parts = token.split(|c: char| !(c.is_alphanumeric() || c == '_')).filter(|p| !p.is_empty());
+        for part in parts {
+            let inner_capital = part.chars().skip(1).any(char::is_uppercase) && part.chars().any(char::is_lowercase);
+            let snake = part.contains('_') && part.chars().any(char::is_alphabetic);
+            let capital = part.chars().next().is_some_and(char::is_uppercase);
+            if snake || inner_capital || (coded && capital) {
+                keep(part);
+            }
+        }
+        if token.contains("::") && !token.contains(['(', '[', '<']) {
+            keep(token);
+        }
+    }
+    out
+}
+
+/// Whether a sentence is code that lost its fence (a window of a long code block cut at ingestion): it opens like
+/// a declaration or an attribute, or a fifth of its words carry code's punctuation.
+pub(super) fn looks_like_code(sentence: &str) -> bool {
+    let words: Vec<&str> = sentence.split_whitespace().collect();
+    let Some(first) = words.first() else { return false };
+    let opens = ["let", "use", "fn", "impl", "pub", "struct", "enum", "mod", "#", "#[", "}", "};", ");", "//", "$"];
+    if opens.contains(first) || first.starts_with("#[") || first.starts_with("::") || first.ends_with("!(") {
+        return true;
+    }
+    const MARKS: &[&str] = &["::", "{", "}", ";", "=>", "->", "//", "!(", "()", "|", "==", "&mut", "^^"];
+    let coded = words.iter().filter(|w| **w == "=" || MARKS.iter().any(|m| w.contains(m))).count();
+    words.len() >= 4 && coded * 5 >= words.len()
+}
+
+/// Whether the sentence is where a window of a longer text begins, cut mid-sentence: the first of a card that is
+/// not its document's first window (`doc#N`, N > 0), opening with a lowercase letter or with punctuation. Its words
+/// still answer (the sentence's end is often the answer), but it is quoted as the fragment it is.
+pub(super) fn cut_off(card: &Card, index: usize, sentence: &str) -> bool {
+    let later_window = card.hit.id.rsplit_once('#').is_some_and(|(_, n)| n != "0");
+    index == 0
+        && later_window
+        && sentence
+            .chars()
+            .next()
+            .is_some_and(|c| c.is_lowercase() || matches!(c, ')' | ']' | '}' | ',' | ';' | ':' | '.' | '>' | '|'))
+}
+
+/// Each sentence of a card with its score; on equal scores the earlier sentence wins (lead sentences tend to
+/// define their subject).
+pub(super) fn scored_sentences<'c>(card: &'c Card, asks: &Asks<'_>) -> Vec<(f32, &'c str)> {
+    text::sentences(&card.hit.text)
+        .into_iter()
+        .enumerate()
+        .map(|(i, s)| (sentence_score(s, card, asks) - 0.01 * i as f32, s))
+        .collect()
+}
+
+/// The section a document's card is in, as ingestion recorded it ("Building for Release / Cargo as Convention").
+fn section(card: &Card) -> &str {
+    card.hit.metadata.get("section").and_then(|s| s.as_str()).unwrap_or("")
+}
+
+/// How well a sentence answers: question words it contains, entities it names, and a bonus when its card (by its
+/// title or section) is about one of the question's entities, and when it names a thing by the noun phrase a
+/// "which" question asks for. Code is never the answering sentence.
 pub(super) fn sentence_score(sentence: &str, card: &Card, asks: &Asks<'_>) -> f32 {
-    let (stems, entities) = (&asks.stems, asks.entities);
+    let (stems, entities) = (&asks.stems, &asks.entities);
     // A code block (fenced at ingestion, `ingest/markdown.rs`) illustrates and a heading names a topic; neither
     // says the answer.
     let tokens = text::tokens(sentence);
-    if sentence.starts_with("```") || is_heading(sentence, &tokens) {
+    if sentence.starts_with("```") || is_heading(sentence, &tokens) || looks_like_code(sentence) {
         return 0.0;
     }
     let matched = stems.iter().filter(|s| tokens.iter().any(|t| text::stem(t) == **s || negated(t, s))).count() as f32;
     let named = entities.iter().filter(|e| text::mentions(sentence, e)).count() as f32;
-    let about = entities.iter().any(|e| text::mentions(&card.hit.title, e) || text::mentions(e, &card.hit.title));
+    let (title, section) = (&card.hit.title, section(card));
+    let about =
+        entities.iter().any(|e| text::mentions(title, e) || text::mentions(e, title) || text::mentions(section, e));
     if matched + named == 0.0 {
         return 0.0;
     }
-    let names_kind = names_a_term_of_kind(sentence, &asks.kind, &asks.words);
+    let names_kind = names_a_term_of_kind(sentence, &asks.kind, &asks.words) || counts(sentence, &asks.counted);
     matched + named + if about { 1.5 } else { 0.0 } + if names_kind { 2.0 } else { 0.0 }
 }
 
@@ -194,6 +304,64 @@ mod tests {
         assert!(!names("The following operator is used."));
         let q = "What type do integer literals default to?";
         assert!(!names_a_term_of_kind("Tell Rust the variable’s type.", &kind(q), &words(q)));
+    }
+
+    #[test]
+    fn a_question_s_code_identifiers_are_what_it_names() {
+        assert_eq!(identifiers("What method does #[derive(Constructor)] generate?"), ["Constructor"]);
+        assert_eq!(identifiers("What does try_unwrap_foo return?"), ["try_unwrap_foo"]);
+        assert_eq!(identifiers("In what order do repeated Router::layer calls run?"), ["Router", "Router::layer"]);
+        assert_eq!(identifiers("Which trait does a BitSlice need?"), ["BitSlice"]);
+        assert!(identifiers("Where was the director of film La Strada born?").is_empty());
+    }
+
+    #[test]
+    fn code_that_lost_its_fence_is_told_from_prose() {
+        assert!(looks_like_code("let app = Router::new() .route(\"/\", get(handler)); // the handler runs"));
+        assert!(looks_like_code("# use derive_more::Display;"));
+        assert!(looks_like_code(
+            "assert_eq!( Maybe::<()>::Nothing.try_unwrap_just().map_err(|err| err.input), Err(x));"
+        ));
+        assert!(!looks_like_code(
+            "When calling .load::<i16>() on a 12-bit slice, the load will sign-extend it to i16."
+        ));
+        assert!(!looks_like_code("Specifying concrete types is also supported via #[as_mut(<types>)] attribute."));
+    }
+
+    #[test]
+    fn a_window_s_first_sentence_is_cut_off_when_it_opens_in_lowercase() {
+        let hit = sleuth_messages::Hit {
+            id: "d#2".into(),
+            doc_id: "d".into(),
+            title: "What #[derive(Unwrap)] generates".into(),
+            text:
+                "unwrap(ref)] attribute on that variant, then unwrap_foo_ref is generated. You can use #[unwrap(ref)]."
+                    .into(),
+            score: 1.0,
+            metadata: sleuth_messages::JsonMap::new(),
+        };
+        let mut card = Card::new(1, 1, hit);
+        let sentences = text::sentences(&card.hit.text);
+        assert!(cut_off(&card, 0, sentences[0]));
+        assert!(!cut_off(&card, 1, sentences[1]));
+        card.hit.id = "d#0".into();
+        assert!(!cut_off(&card, 0, sentences[0]), "a document's first window begins where its text does");
+    }
+
+    #[test]
+    fn a_how_many_question_is_answered_by_a_count_of_what_it_counts() {
+        let q = "How many type families from the standard library is the BitStore trait implemented on?";
+        let counted = counted(q, &reader::asked::asked(q));
+        assert_eq!(counted.first().map(String::as_str), Some("type"));
+        assert!(counts("It is implemented on three type families available from the standard libraries:", &counted));
+        assert!(!counts("The bitarr! macro can accept any number of bits in 33 .. 64.", &counted));
+        let q = "What method does #[derive(Constructor)] generate?";
+        let (kind, words) = (asked_kind(&reader::asked::asked(q)), reader::asked::asked(q).words);
+        assert!(names_a_term_of_kind(
+            "A common pattern is to create a static constructor method called new.",
+            &kind,
+            &words
+        ));
     }
 
     #[test]

@@ -12,7 +12,9 @@ use sleuth_messages::{
 
 use super::{
     entity_answer::EntityAnswer,
-    sentences::{Asks, asked_kind, is_heading, sentence_score},
+    sentences::{
+        Asks, asked_kind, counted, counts, cut_off, identifiers, is_heading, looks_like_code, scored_sentences,
+    },
 };
 use crate::{
     entities,
@@ -108,22 +110,23 @@ pub fn synthesize(state: &LoopState, types: &crate::entity_types::EntityTypes) -
         return response(answer, Vec::new(), evidence, 0.1, reason, vec![NO_EVIDENCE.into()]);
     }
     let asked = reader::asked::asked(question(state));
+    let mut entities = a.entities.clone();
+    entities.extend(identifiers(question(state)).into_iter().filter(|i| !a.entities.iter().any(|e| e == i)));
     let asks = Asks {
         stems: a.keywords.iter().map(|k| text::stem(k)).collect(),
-        entities: &a.entities,
+        entities,
         kind: asked_kind(&asked),
         words: asked.words.clone(),
+        counted: counted(question(state), &asked),
     };
     // The best sentence of each card, then the best cards.
     let mut best: Vec<(f32, &Card, &str)> = window
         .iter()
         .copied()
         .filter_map(|card| {
-            // On equal scores the earlier sentence wins: lead sentences tend to define their subject.
-            text::sentences(&card.hit.text)
+            scored_sentences(card, &asks)
                 .into_iter()
-                .enumerate()
-                .map(|(i, s)| (sentence_score(s, card, &asks) - 0.01 * i as f32, card, s))
+                .map(|(score, s)| (score, card, s))
                 .max_by(|x, y| x.0.total_cmp(&y.0))
         })
         .filter(|(score, _, _)| *score > 0.0)
@@ -144,12 +147,7 @@ pub fn synthesize(state: &LoopState, types: &crate::entity_types::EntityTypes) -
             .iter()
             .copied()
             .filter(|c| c.hit.doc_id == doc_id)
-            .flat_map(|card| {
-                text::sentences(&card.hit.text)
-                    .into_iter()
-                    .enumerate()
-                    .map(move |(i, s)| (sentence_score(s, card, asks_ref) - 0.01 * i as f32, card, s))
-            })
+            .flat_map(|card| scored_sentences(card, asks_ref).into_iter().map(move |(score, s)| (score, card, s)))
             .max_by(|x, y| x.0.total_cmp(&y.0));
         best.extend(quoted);
     }
@@ -161,7 +159,8 @@ pub fn synthesize(state: &LoopState, types: &crate::entity_types::EntityTypes) -
     let judged = judge(state, &window, &mut evidence);
     let reading = judged.as_ref().filter(|j| j.given).map(|j| j.reading.clone());
     // A reading of a typed kind (a person, a place, a date, a number) not sure enough to be the short answer still
-    // found where the evidence states the asked relation's value: that sentence leads the reply, not a guess.
+    // found where the evidence states the asked relation's value: that sentence leads the reply, not a guess. Code
+    // states nothing, and a count leads only where it counts what a "how many" question counts.
     // Other kinds are names picked from any sentence, and the sentence that matches the question best leads.
     let typed = |j: &&reader::Judged<'_>| {
         matches!(j.reading.kind, AnswerKind::Person | AnswerKind::Place | AnswerKind::Date | AnswerKind::Number)
@@ -169,6 +168,9 @@ pub fn synthesize(state: &LoopState, types: &crate::entity_types::EntityTypes) -
     if reading.is_none()
         && let Some((card, sentence)) = judged.as_ref().filter(typed).and_then(|j| reader::source_sentence(&j.reading))
         && !is_heading(sentence, &text::tokens(sentence))
+        && !sentence.starts_with("```")
+        && !looks_like_code(sentence)
+        && (asks.counted.is_empty() || counts(sentence, &asks.counted))
     {
         best.retain(|(_, c, s)| !(c.n == card.n && *s == sentence));
         best.insert(0, (f32::MAX, card, sentence));
@@ -196,17 +198,34 @@ pub fn synthesize(state: &LoopState, types: &crate::entity_types::EntityTypes) -
     with_short_answer(cited_response(state, answer.trim(), &cited, evidence, reason), reading.as_ref())
 }
 
-/// A sentence that ends with a colon is completed by what follows it in its card: "To run Clippy's lints, enter
-/// the following:" and the first line of the command block after it ("cargo clippy", without the fence or the
-/// shell prompt), or the next sentence.
+/// The leading sentence as a reader needs it. Code that lost its fence after a colon is cut ("… with the
+/// format_args!() macro usage: # use …"). A sentence that opens with a pronoun points back to the sentence before
+/// it in its card ("This enables extracting the client's remote address."), which is quoted first; a window's
+/// cut-off first sentence is marked as the fragment it is ("… generic code, you can test …"). A sentence that
+/// ends with a colon is completed by what follows it: "To run Clippy's lints, enter the following:" and the first
+/// line of the command block after it ("cargo clippy", without the fence or the shell prompt), or the next sentence.
 fn completed(card: &Card, sentence: &str) -> String {
-    let sentence = sentence.trim();
-    if !sentence.ends_with(':') {
-        return sentence.to_string();
-    }
     let sentences = text::sentences(&card.hit.text);
-    let next = sentences.iter().skip_while(|s| s.trim() != sentence).nth(1).map(|s| s.trim());
+    let at = sentences.iter().position(|s| s.trim() == sentence.trim());
+    let mut sentence = sentence.trim();
+    let mut code_cut = false;
+    if let Some(colon) = sentence.find(": ")
+        && looks_like_code(&sentence[colon + 2..])
+    {
+        sentence = &sentence[..=colon];
+        code_cut = true;
+    }
+    let before = at
+        .filter(|_| points_back(sentence))
+        .and_then(|i| i.checked_sub(1).map(|p| (p, sentences[p].trim())))
+        .filter(|(p, s)| {
+            let prose = !s.starts_with("```") && !is_heading(s, &text::tokens(s)) && !looks_like_code(s);
+            prose && !s.ends_with(':') && (*p > 0 || card.hit.id.ends_with("#0") || s.starts_with(char::is_uppercase))
+        })
+        .map(|(_, s)| s);
+    let next = at.and_then(|i| sentences.get(i + 1)).map(|s| s.trim());
     let follows = match next {
+        _ if code_cut || !sentence.ends_with(':') => None,
         Some(block) if block.starts_with("```") => block
             .lines()
             .skip(1)
@@ -216,10 +235,18 @@ fn completed(card: &Card, sentence: &str) -> String {
         Some(next) if !next.is_empty() => Some(next.to_string()),
         _ => None,
     };
-    match follows {
-        Some(follows) => format!("{sentence} {follows}"),
-        None => sentence.to_string(),
-    }
+    let fragment = at.is_some_and(|i| cut_off(card, i, sentence)).then(|| "…".to_string());
+    [fragment, before.map(str::to_string), Some(sentence.to_string()), follows]
+        .into_iter()
+        .flatten()
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// Whether a sentence opens with a pronoun that stands for something the sentence before it named.
+fn points_back(sentence: &str) -> bool {
+    let first = sentence.split_whitespace().next().unwrap_or("").trim_end_matches([',', ':']);
+    ["This", "That", "These", "Those", "It", "They", "Such"].contains(&first)
 }
 
 /// Whether a reading names an entity the graph reached as the answer (a result entity, by its card's title).
@@ -471,6 +498,46 @@ mod tests {
         assert_eq!(completed(&c, "To run it, enter the following:"), "To run it, enter the following: cargo clippy");
         c.hit.text = "The options are these: Some and None. Both are variants.".into();
         assert_eq!(completed(&c, "Clippy is a linter."), "Clippy is a linter.");
+    }
+
+    #[test]
+    fn a_sentence_that_opens_with_a_pronoun_is_read_after_the_one_it_points_back_to() {
+        let mut c = card(1);
+        c.hit.id = "d1#0".into();
+        c.hit.text =
+            "Use ConnectInfo to get the peer's address. This enables extracting the client's remote address.".into();
+        let lead = completed(&c, "This enables extracting the client's remote address.");
+        assert_eq!(
+            lead,
+            "Use ConnectInfo to get the peer's address. This enables extracting the client's remote address."
+        );
+        // Nothing stands before a card's first sentence; a heading or code before it is not what it points to.
+        assert_eq!(
+            completed(&c, "Use ConnectInfo to get the peer's address."),
+            "Use ConnectInfo to get the peer's address."
+        );
+        c.hit.text = "Remote addresses\n\nThis enables extracting the client's remote address.".into();
+        assert_eq!(
+            completed(&c, "This enables extracting the client's remote address."),
+            "This enables extracting the client's remote address."
+        );
+        // A window cut mid-sentence does not lend its fragment.
+        c.hit.id = "d1#3".into();
+        c.hit.text = "address of the peer. This enables extracting the client's remote address.".into();
+        assert_eq!(
+            completed(&c, "This enables extracting the client's remote address."),
+            "This enables extracting the client's remote address."
+        );
+        assert_eq!(completed(&c, "address of the peer."), "… address of the peer.");
+    }
+
+    #[test]
+    fn code_that_lost_its_fence_after_a_colon_is_cut_from_the_lead() {
+        let mut c = card(1);
+        c.hit.text =
+            "It may be suppressed with the format_args!() macro usage: # use derive_more::Display; struct A;".into();
+        let sentence = text::sentences(&c.hit.text)[0];
+        assert_eq!(completed(&c, sentence), "It may be suppressed with the format_args!() macro usage:");
     }
 
     #[test]
