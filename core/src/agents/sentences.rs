@@ -202,7 +202,8 @@ pub(super) fn identifiers(question: &str) -> Vec<String> {
 }
 
 /// Whether a sentence is code that lost its fence (a window of a long code block cut at ingestion): it opens like
-/// a declaration or an attribute, or a fifth of its words carry code's punctuation.
+/// a declaration or an attribute, or two words and a fifth of all carry code's punctuation. A semicolon alone is
+/// prose's too (a table row read as "Part: Fresnel lens; Supplier: Kestrel Optics").
 pub(super) fn looks_like_code(sentence: &str) -> bool {
     let words: Vec<&str> = sentence.split_whitespace().collect();
     let Some(first) = words.first() else { return false };
@@ -210,9 +211,9 @@ pub(super) fn looks_like_code(sentence: &str) -> bool {
     if opens.contains(first) || first.starts_with("#[") || first.starts_with("::") || first.ends_with("!(") {
         return true;
     }
-    const MARKS: &[&str] = &["::", "{", "}", ";", "=>", "->", "//", "!(", "()", "|", "==", "&mut", "^^"];
+    const MARKS: &[&str] = &["::", "{", "}", ");", "=>", "->", "//", "!(", "()", "|", "==", "&mut", "^^"];
     let coded = words.iter().filter(|w| **w == "=" || MARKS.iter().any(|m| w.contains(m))).count();
-    words.len() >= 4 && coded * 5 >= words.len()
+    words.len() >= 4 && coded >= 2 && coded * 5 >= words.len()
 }
 
 /// Whether the sentence is where a window of a longer text begins, cut mid-sentence: the first of a card that is
@@ -325,6 +326,7 @@ mod tests {
         assert!(!looks_like_code(
             "When calling .load::<i16>() on a 12-bit slice, the load will sign-extend it to i16."
         ));
+        assert!(!looks_like_code("Fresnel lens; Supplier: Kestrel Optics"));
         assert!(!looks_like_code("Specifying concrete types is also supported via #[as_mut(<types>)] attribute."));
     }
 

@@ -538,6 +538,12 @@ mod tests {
             "It may be suppressed with the format_args!() macro usage: # use derive_more::Display; struct A;".into();
         let sentence = text::sentences(&c.hit.text)[0];
         assert_eq!(completed(&c, sentence), "It may be suppressed with the format_args!() macro usage:");
+        // A table row read as prose keeps its cells.
+        c.hit.text = "Spare parts\n\nPart: Fresnel lens; Supplier: Kestrel Optics".into();
+        assert_eq!(
+            completed(&c, "Part: Fresnel lens; Supplier: Kestrel Optics"),
+            "Part: Fresnel lens; Supplier: Kestrel Optics"
+        );
     }
 
     #[test]
