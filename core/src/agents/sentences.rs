@@ -240,8 +240,14 @@ pub(super) fn scored_sentences<'c>(card: &'c Card, asks: &Asks<'_>) -> Vec<(f32,
 }
 
 /// The section a document's card is in, as ingestion recorded it ("Building for Release / Cargo as Convention").
-fn section(card: &Card) -> &str {
-    card.hit.metadata.get("section").and_then(|s| s.as_str()).unwrap_or("")
+pub(super) fn section(card: &Card) -> Option<&str> {
+    card.hit.metadata.get("section").and_then(|s| s.as_str())
+}
+
+/// Whether a sentence can be quoted as an answer: a code block (fenced at ingestion, `ingest/markdown.rs`) or code
+/// that lost its fence illustrates, and a heading names a topic; neither says the answer.
+pub(super) fn quotable(sentence: &str) -> bool {
+    !sentence.starts_with("```") && !is_heading(sentence, &text::tokens(sentence)) && !looks_like_code(sentence)
 }
 
 /// How well a sentence answers: question words it contains, entities it names, and a bonus when its card (by its
@@ -249,15 +255,13 @@ fn section(card: &Card) -> &str {
 /// "which" question asks for. Code is never the answering sentence.
 pub(super) fn sentence_score(sentence: &str, card: &Card, asks: &Asks<'_>) -> f32 {
     let (stems, entities) = (&asks.stems, &asks.entities);
-    // A code block (fenced at ingestion, `ingest/markdown.rs`) illustrates and a heading names a topic; neither
-    // says the answer.
-    let tokens = text::tokens(sentence);
-    if sentence.starts_with("```") || is_heading(sentence, &tokens) || looks_like_code(sentence) {
+    if !quotable(sentence) {
         return 0.0;
     }
+    let tokens = text::tokens(sentence);
     let matched = stems.iter().filter(|s| tokens.iter().any(|t| text::stem(t) == **s || negated(t, s))).count() as f32;
     let named = entities.iter().filter(|e| text::mentions(sentence, e)).count() as f32;
-    let (title, section) = (&card.hit.title, section(card));
+    let (title, section) = (&card.hit.title, section(card).unwrap_or(""));
     let about =
         entities.iter().any(|e| text::mentions(title, e) || text::mentions(e, title) || text::mentions(section, e));
     if matched + named == 0.0 {

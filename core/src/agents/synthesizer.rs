@@ -13,7 +13,7 @@ use sleuth_messages::{
 use super::{
     entity_answer::EntityAnswer,
     sentences::{
-        Asks, asked_kind, counted, counts, cut_off, identifiers, is_heading, looks_like_code, scored_sentences,
+        Asks, asked_kind, counted, counts, cut_off, identifiers, looks_like_code, quotable, scored_sentences, section,
     },
 };
 use crate::{
@@ -167,9 +167,7 @@ pub fn synthesize(state: &LoopState, types: &crate::entity_types::EntityTypes) -
     };
     if reading.is_none()
         && let Some((card, sentence)) = judged.as_ref().filter(typed).and_then(|j| reader::source_sentence(&j.reading))
-        && !is_heading(sentence, &text::tokens(sentence))
-        && !sentence.starts_with("```")
-        && !looks_like_code(sentence)
+        && quotable(sentence)
         && (asks.counted.is_empty() || counts(sentence, &asks.counted))
     {
         best.retain(|(_, c, s)| !(c.n == card.n && *s == sentence));
@@ -218,10 +216,7 @@ fn completed(card: &Card, sentence: &str) -> String {
     let before = at
         .filter(|_| points_back(sentence))
         .and_then(|i| i.checked_sub(1).map(|p| (p, sentences[p].trim())))
-        .filter(|(p, s)| {
-            let prose = !s.starts_with("```") && !is_heading(s, &text::tokens(s)) && !looks_like_code(s);
-            prose && !s.ends_with(':') && (*p > 0 || card.hit.id.ends_with("#0") || s.starts_with(char::is_uppercase))
-        })
+        .filter(|(p, s)| quotable(s) && !s.ends_with(':') && !cut_off(card, *p, s))
         .map(|(_, s)| s);
     let next = at.and_then(|i| sentences.get(i + 1)).map(|s| s.trim());
     let follows = match next {
@@ -424,7 +419,7 @@ pub fn cited_response(
             doc_id: c.hit.doc_id.clone(),
             title: c.hit.title.clone(),
             card: c.n,
-            section: c.hit.metadata.get("section").and_then(|v| v.as_str()).map(str::to_string),
+            section: section(c).map(str::to_string),
             page: c.hit.metadata.get("page").and_then(|v| v.as_u64()).and_then(|p| u32::try_from(p).ok()),
         })
         .collect();
