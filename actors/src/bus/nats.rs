@@ -58,19 +58,26 @@ pub struct NatsBus {
 const PLACEMENT_PATIENCE: Duration = Duration::from_secs(30);
 
 /// Whether a stream or bucket could not be created only because the cluster is not ready to place it: JetStream's
-/// "no suitable peers for placement" (10005) or "JetStream system temporarily unavailable" (10008). The
-/// creations report their errors as text (every kind of creation has its own error type), so the codes are read
-/// from it, as async-nats writes them ("error code 10005").
+/// "no suitable peers for placement" (10005) or "JetStream system temporarily unavailable" (10008), or a creation
+/// request that timed out (a meta leader just elected, or busy with a node's catch-up, answers after the client's
+/// request timeout). The creations report their errors as text (every kind of creation has its own error type), so
+/// the codes are read from it, as async-nats writes them ("error code 10005"). A timeout after the server refused
+/// this user a subject ([`explain`] names it) is no wait: the request will never be answered.
+///
+/// Trying again is safe: each creation is get-or-create, so one whose request timed out after the server made the
+/// stream finds it the next time.
 fn placing(why: &str) -> bool {
-    [jetstream::ErrorCode::CLUSTER_NO_PEERS, jetstream::ErrorCode::CLUSTER_NOT_AVAILABLE]
+    let refused_code = [jetstream::ErrorCode::CLUSTER_NO_PEERS, jetstream::ErrorCode::CLUSTER_NOT_AVAILABLE]
         .iter()
-        .any(|code| why.contains(&format!("error code {}", code.0)))
+        .any(|code| why.contains(&format!("error code {}", code.0)));
+    refused_code || (why.contains("timed out") && !why.contains("the server refused"))
 }
 
 impl NatsBus {
     /// Creates (or finds) the loop bucket and the timer and events streams. Refuses a server older than the loop
     /// bucket needs. A cluster that cannot place a stream yet (a peer still joining, or one its meta leader briefly
-    /// sees offline, as under load right after the servers start) is waited out for [`PLACEMENT_PATIENCE`]:
+    /// sees offline or answers late, as under load right after the servers start) is waited out for
+    /// [`PLACEMENT_PATIENCE`]:
     /// `sleuth setup` run as a job beside a starting cluster then succeeds instead of failing.
     pub async fn start(client: async_nats::Client, config: Arc<Config>) -> Result<Arc<NatsBus>, BusError> {
         let deadline = tokio::time::Instant::now() + PLACEMENT_PATIENCE;
@@ -479,6 +486,12 @@ mod tests {
         ));
         assert!(placing("jetstream error: JetStream system temporarily unavailable (code 503, error code 10008)"));
         assert!(!placing("jetstream error: insufficient resources (code 400, error code 10023)"));
+        assert!(placing("cannot create stream SLEUTH_WORK: jetstream request timed out"));
+        assert!(placing("cannot open kv bucket sleuth_loops (not found) nor create it: timed out"));
+        assert!(!placing(
+            "cannot create stream SLEUTH_WORK: jetstream request timed out (the server refused: Permissions \
+             Violation for Publish to \"$JS.API.STREAM.INFO.SLEUTH_WORK\"; check this user's permissions)"
+        ));
         assert!(!placing("authorization violation"));
     }
 }
