@@ -127,13 +127,17 @@ const ORDINARY: &[&str] = &[
 /// Whether the sentence names a thing by the asked noun phrase ([`asked_kind`]): "the RUST_BACKTRACE environment
 /// variable", "the ? operator", "the move keyword", a term right after a determiner and before the phrase's head
 /// noun, which is neither a word of the question nor an ordinary adjective, or right after the noun and "called"
-/// or "named" ("a method called new"). Such a sentence says which one it is.
+/// or "named" ("a method called new"), or a code identifier whose name ends in the kind ([`typed_identifier`]:
+/// `HandleErrorLayer` for "which layer"). Such a sentence says which one it is.
 fn names_a_term_of_kind(sentence: &str, kind: &[String], question: &[String]) -> bool {
     let Some(head) = kind.last() else { return false };
     let words: Vec<&str> = sentence
         .split_whitespace()
         .map(|w| w.trim_matches(|c: char| matches!(c, ',' | ';' | ':' | '(' | ')' | '"' | '“' | '”' | '`' | '.')))
         .collect();
+    if words.iter().any(|w| typed_identifier(w, kind, question)) {
+        return true;
+    }
     let lower: Vec<String> = words.iter().map(|w| w.to_lowercase()).collect();
     lower.iter().enumerate().any(|(i, w)| {
         if text::stem(w) != text::stem(head) {
@@ -170,6 +174,28 @@ fn names_a_term_of_kind(sentence: &str, kind: &[String], question: &[String]) ->
             && !question.contains(term)
             && (coded || capital || !adjective)
     })
+}
+
+/// Nouns that say what sort of thing is asked without naming the sort: in "which error type", "error" is the kind.
+const GENERIC_HEADS: &[&str] = &["type", "kind", "sort", "name"];
+
+/// Whether `word` is a CamelCase identifier the question does not name, whose last part is the asked kind: Rust's
+/// types are named for what they are (`HandleErrorLayer` is a layer, `TryUnwrapError` an error, `IntoIter` no
+/// iterator's name). The kind is the phrase's head noun, or the noun before a generic head ("what error type").
+fn typed_identifier(word: &str, kind: &[String], question: &[String]) -> bool {
+    let name = word.split(['<', '(', ':', '&', '[']).find(|p| !p.is_empty()).unwrap_or("");
+    let parts: Vec<usize> = name.char_indices().filter(|(_, c)| c.is_uppercase()).map(|(i, _)| i).collect();
+    let camel = name.chars().all(char::is_alphanumeric) && parts.first() == Some(&0) && parts.len() >= 2;
+    if !camel || question.contains(&name.to_lowercase()) {
+        return false;
+    }
+    let last = name[parts[parts.len() - 1]..].to_lowercase();
+    let asked = match kind {
+        [.., noun, head] if GENERIC_HEADS.contains(&head.as_str()) => noun,
+        [.., head] => head,
+        [] => return false,
+    };
+    last.len() >= 3 && text::stem(&last) == text::stem(asked)
 }
 
 /// The code identifiers a question names that capitalised-name spans miss: `is_foo`, `Router::layer` and its
@@ -271,6 +297,33 @@ pub(super) fn sentence_score(sentence: &str, card: &Card, asks: &Asks<'_>) -> f3
     matched + named + if about { 1.5 } else { 0.0 } + if names_kind { 2.0 } else { 0.0 }
 }
 
+/// Words that deny what follows them (a contraction's "n't" is read as "not").
+const NEGATIONS: &[&str] = &["not", "never", "no", "cannot", "neither", "nor"];
+
+/// A text's tokens with each "n't" read as "not": "isn't" gives is, not.
+fn uncontracted(text: &str) -> Vec<String> {
+    text::tokens(&text.replace("n't", " not").replace("n’t", " not"))
+}
+
+/// Whether a yes/no question's answering sentence says no: it denies one of the question's own words ("… the
+/// fallback is not called" for "is the fallback called?", a negation at most two words before it), the question
+/// denies nothing itself, and the sentence speaks of most of what the question asks (at least half its keyword
+/// stems), so that the denial is of the asked predicate, not of something beside it. Only a denial is read so:
+/// a sentence that affirms the question's words may still speak of another case.
+pub(super) fn denies(sentence: &str, question: &str, asks: &Asks<'_>) -> bool {
+    let negation = |t: &String| NEGATIONS.contains(&t.as_str());
+    if uncontracted(question).iter().any(negation) || asks.stems.is_empty() {
+        return false;
+    }
+    let tokens = uncontracted(sentence);
+    let asked = |t: &String| asks.stems.iter().any(|s| text::stem(t) == *s);
+    let matched = asks.stems.iter().filter(|s| tokens.iter().any(|t| text::stem(t) == **s)).count();
+    let denied = tokens.iter().enumerate().any(|(i, t)| {
+        negation(t) && tokens[i + 1..].iter().take(3).any(|next| asked(next) && !text::is_stopword(next))
+    });
+    denied && matched * 2 >= asks.stems.len()
+}
+
 /// Whether `word` is the negation of the word stemmed `stem`: "immutable" answers whether a thing is "mutable",
 /// "unsafe" whether it is "safe".
 fn negated(word: &str, stem: &str) -> bool {
@@ -309,6 +362,42 @@ mod tests {
         assert!(!names("The following operator is used."));
         let q = "What type do integer literals default to?";
         assert!(!names_a_term_of_kind("Tell Rust the variable’s type.", &kind(q), &words(q)));
+    }
+
+    #[test]
+    fn a_sentence_that_denies_the_asked_predicate_answers_no() {
+        fn asks(words: &[String]) -> Asks<'_> {
+            let stems = words.iter().map(|w| text::stem(w)).collect();
+            Asks { stems, entities: Vec::new(), kind: Vec::new(), words: Vec::new(), counted: Vec::new() }
+        }
+        let denies = |sentence: &str, q: &str| denies(sentence, q, &asks(&text::content_words(q)));
+        let q = "If a request matches a route but its handler returns 404, is the fallback called?";
+        assert!(denies("If a handler is matched by a request but returns 404 the fallback is not called.", q));
+        assert!(!denies("If a handler returns 404 the fallback is called.", q), "it affirms");
+        assert!(!denies("The fallback is not a handler.", q), "too little of the question");
+        let q = "Can DDL statements be used in prepared statements?";
+        assert!(denies("DDL statements cannot generally be used in prepared statements.", q));
+        assert!(denies("DDL statements can't be prepared statements.", q));
+        assert!(!denies("BitSlice<T, O> is used in prepared DDL statements.", q), "a type parameter T");
+        let q = "Is the fallback not called?";
+        assert!(!denies("The fallback is not called.", q), "the question itself denies");
+    }
+
+    #[test]
+    fn an_identifier_named_for_the_asked_kind_is_one() {
+        let kind = |q: &str| asked_kind(&reader::asked::asked(q));
+        let words = |q: &str| reader::asked::asked(q).words;
+        let q = "Which layer handles errors from fallible middleware?";
+        let names = |sentence: &str| names_a_term_of_kind(sentence, &kind(q), &words(q));
+        assert!(names("axum provides HandleErrorLayer to turn such errors into responses."));
+        assert!(!names("Errors from middleware must be handled with Router::layer."), "not a layer's name");
+        let q = "What error type does try_unwrap_foo return?";
+        assert_eq!(kind(q), ["error", "type"]);
+        let names = |sentence: &str| names_a_term_of_kind(sentence, &kind(q), &words(q));
+        assert!(names("It returns Result<T, TryUnwrapError<Self>> when the variant differs."));
+        assert!(!names("It returns a String describing the variant."));
+        let q = "Which layer wraps a HandleErrorLayer?";
+        assert!(!names_a_term_of_kind("A HandleErrorLayer is a layer.", &kind(q), &words(q)), "named by the question");
     }
 
     #[test]

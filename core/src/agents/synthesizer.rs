@@ -13,7 +13,8 @@ use sleuth_messages::{
 use super::{
     entity_answer::EntityAnswer,
     sentences::{
-        Asks, asked_kind, counted, counts, cut_off, identifiers, looks_like_code, quotable, scored_sentences, section,
+        Asks, asked_kind, counted, counts, cut_off, denies, identifiers, looks_like_code, quotable, scored_sentences,
+        section,
     },
 };
 use crate::{
@@ -157,7 +158,7 @@ pub fn synthesize(state: &LoopState, types: &crate::entity_types::EntityTypes) -
         best.push((0.0, card, first));
     }
     let judged = judge(state, &window, &mut evidence);
-    let reading = judged.as_ref().filter(|j| j.given).map(|j| j.reading.clone());
+    let mut reading = judged.as_ref().filter(|j| j.given).map(|j| j.reading.clone());
     // A reading of a typed kind (a person, a place, a date, a number) not sure enough to be the short answer still
     // found where the evidence states the asked relation's value: that sentence leads the reply, not a guess. Code
     // states nothing, and a count leads only where it counts what a "how many" question counts.
@@ -172,6 +173,15 @@ pub fn synthesize(state: &LoopState, types: &crate::entity_types::EntityTypes) -
     {
         best.retain(|(_, c, s)| !(c.n == card.n && *s == sentence));
         best.insert(0, (f32::MAX, card, sentence));
+    }
+    // A yes/no question the reader could not decide is answered no where the sentence that answers it best denies
+    // what it asks ("… the fallback is not called"); an affirming sentence is left to speak for itself.
+    if reading.is_none()
+        && asked.kind == AnswerKind::YesNo
+        && let Some((_, card, sentence)) = best.first()
+        && denies(sentence, question(state), &asks)
+    {
+        reading = Some(Reading { text: "no".into(), kind: AnswerKind::YesNo, cards: vec![card], score: 1.0 });
     }
     // Quoted in the cards' order; without a short answer the sentence that answers best leads the reply (`best` is
     // still best first here), so a reply's first line is never a guess and never a lesser sentence.
@@ -482,6 +492,23 @@ mod tests {
         let (answer, order) = in_reading_order("A [7]. B [1] and [4]. C [7].", &[&cards[0], &cards[1], &cards[2]]);
         assert_eq!(answer, "A [1]. B [2] and [3]. C [1].");
         assert_eq!(order.iter().map(|c| c.n).collect::<Vec<_>>(), vec![7, 1, 4]);
+    }
+
+    #[test]
+    fn a_yes_no_question_is_answered_no_where_the_answering_sentence_denies_it() {
+        let answer = |text: &str| {
+            let mut state = crate::fixtures::state_for("If a handler returns 404, is the fallback called?");
+            let mut c = card(1);
+            c.hit.text = text.into();
+            state.cards = vec![c];
+            synthesize(&state, &Default::default())
+        };
+        let denied = answer("Routing is done first. If a handler returns 404 the fallback is not called.");
+        assert_eq!(denied.short_answer.map(|s| s.text).as_deref(), Some("no"));
+        assert!(denied.answer.starts_with("no [1]."), "{}", denied.answer);
+        let affirmed = answer("Routing is done first. If a handler returns 404 the fallback is called.");
+        assert_eq!(affirmed.short_answer, None, "an affirming sentence speaks for itself: {}", affirmed.answer);
+        assert!(affirmed.answer.starts_with("If a handler returns 404"), "{}", affirmed.answer);
     }
 
     #[test]

@@ -204,6 +204,25 @@ fn first_word(q: &str) -> String {
     q.split_whitespace().next().unwrap_or("").to_lowercase()
 }
 
+/// Conjunctions that open a condition before the question proper: "If a handler returns 404, is the fallback
+/// called?"
+const CONDITIONS: &[&str] = &["if", "when", "once", "after", "before", "while", "unless"];
+
+/// The word that opens the question proper: its first word, or, after a condition clause, the first word after
+/// the clause's comma when that is an auxiliary ("If …, is …?" is a yes/no question). "When was X born?" is no
+/// condition: an auxiliary right after "when" makes it the question.
+fn opening_word(q: &str) -> String {
+    let first = first_word(q);
+    let second = q.split_whitespace().nth(1).unwrap_or("").to_lowercase();
+    if !CONDITIONS.contains(&first.as_str()) || AUXILIARIES.contains(&second.as_str()) {
+        return first;
+    }
+    match q.rsplit_once(", ").map(|(_, rest)| first_word(rest)) {
+        Some(word) if AUXILIARIES.contains(&word.as_str()) => word,
+        _ => first,
+    }
+}
+
 /// Nouns that only introduce the noun after them: "the *name* of the airport", "what *kind* of tree".
 const LEAD_NOUNS: &[&str] = &["name", "type", "kind", "sort"];
 
@@ -321,8 +340,8 @@ pub fn asked(question: &str) -> Asked {
     let words = text::tokens(q);
     // A question after a statement ("X has an OBE. Does Y also have one?") is asked by its last sentence.
     let first = match text::sentences(q).last() {
-        Some(last) if !last.trim().is_empty() => first_word(last),
-        _ => first_word(q),
+        Some(last) if !last.trim().is_empty() => opening_word(last),
+        _ => opening_word(q),
     };
     let names = text::name_spans(q);
     let name_words: Vec<String> = names.iter().flat_map(|n| text::tokens(n)).collect();
@@ -482,6 +501,7 @@ mod tests {
             ("Who was born first, Ada Lovelace or Charles Babbage?", AnswerKind::Choice),
             ("The band was formed in what year?", AnswerKind::Date),
             ("Ann Lee has an OBE. Does Bo Ek also have one?", AnswerKind::YesNo),
+            ("If a handler returns 404, is the fallback called?", AnswerKind::YesNo),
             ("Between Ann Lee and Bo Ek, which writer had a more diverse career?", AnswerKind::Choice),
             ("Ann Lee and Bo Ek were born a year apart. Which was born first?", AnswerKind::Choice),
             ("At the 2011 census, what was the total population of Lyon?", AnswerKind::Number),
