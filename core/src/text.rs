@@ -36,8 +36,9 @@ pub fn content_words(text: &str) -> Vec<String> {
     seen
 }
 
-/// A crude stem so "died" matches "dies", "created" matches "creator" and "films" matches "film": strips one
-/// common English suffix from words long enough to keep a root.
+/// A crude stem so "created" matches "creator" and "films" matches "film": strips one common English suffix from
+/// words long enough to keep a root. A word that ends in a silent "e" loses it, as its forms do ("derive",
+/// "derived" and "deriving"; "title" and "titles"; "place" and "places").
 pub fn stem(word: &str) -> &str {
     for suffix in ["ation", "ions", "ion", "ing", "ers", "ors", "er", "or", "ed", "es", "s"] {
         if word.len() > suffix.len() + 3
@@ -46,7 +47,10 @@ pub fn stem(word: &str) -> &str {
             return stripped;
         }
     }
-    word
+    match word.len() > 4 {
+        true => word.strip_suffix('e').unwrap_or(word),
+        false => word,
+    }
 }
 
 /// English irregular verbs, each past or participle form with its base: "became" and "become" are one verb, as
@@ -439,6 +443,11 @@ mod tests {
         assert_eq!(stem("created"), stem("creator"));
         assert_eq!(stem("directed"), stem("director"));
         assert_eq!(stem("films"), stem("film"));
+        assert_eq!(stem("derive"), stem("derived"));
+        assert_eq!(stem("derive"), stem("deriving"));
+        assert_eq!(stem("title"), stem("titles"));
+        assert_eq!(stem("place"), stem("places"));
+        assert_eq!(stem("type"), stem("types"));
     }
 
     #[test]
