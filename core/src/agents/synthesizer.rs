@@ -248,10 +248,16 @@ fn completed(card: &Card, sentence: &str) -> String {
         .join(" ")
 }
 
-/// Whether a sentence opens with a pronoun that stands for something the sentence before it named.
+/// Whether a sentence's subject is a pronoun that stands for something the sentence before it named: its first
+/// word, or the first after a short opening phrase ("For example, this is the ordering used by …", "However, it
+/// …").
 fn points_back(sentence: &str) -> bool {
-    let first = sentence.split_whitespace().next().unwrap_or("").trim_end_matches([',', ':']);
-    ["This", "That", "These", "Those", "It", "They", "Such"].contains(&first)
+    const POINTERS: &[&str] = &["this", "that", "these", "those", "it", "they", "such"];
+    let words: Vec<&str> = sentence.split_whitespace().take(4).collect();
+    let pointer = |at: usize| {
+        words.get(at).is_some_and(|w| POINTERS.contains(&w.trim_end_matches([',', ':']).to_lowercase().as_str()))
+    };
+    pointer(0) || words.iter().take(3).position(|w| w.ends_with(',')).is_some_and(|comma| pointer(comma + 1))
 }
 
 /// Whether a reading names an entity the graph reached as the answer (a result entity, by its card's title).
@@ -551,6 +557,16 @@ mod tests {
             "This enables extracting the client's remote address."
         );
         assert_eq!(completed(&c, "address of the peer."), "… address of the peer.");
+        // After a short opening phrase.
+        c.hit.id = "d1#0".into();
+        c.hit.text = "This ordering is named Msb0. For example, this is the ordering used by TCP.".into();
+        assert_eq!(
+            completed(&c, "For example, this is the ordering used by TCP."),
+            "This ordering is named Msb0. For example, this is the ordering used by TCP."
+        );
+        assert!(!points_back("For example, the ordering used by TCP is Msb0."));
+        assert!(points_back("This, and only this, argument combination is unsafe."));
+        assert!(!points_back("When a request arrives at the router, it is matched."), "a clause, not a phrase");
     }
 
     #[test]
