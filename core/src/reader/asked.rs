@@ -27,6 +27,9 @@ pub struct Asked {
     pub options: Vec<String>,
     /// The order a choice wants, when it compares dates or amounts.
     pub order: Option<Order>,
+    /// The order is of time ("first", "older", "later"), which dates decide; "more", "larger" or "taller" compare
+    /// amounts that no date gives.
+    pub timed: bool,
     /// The comparison is of life spans ("lived longer").
     pub lifespan: bool,
     /// A yes/no question that asks whether two things share something ("the same country").
@@ -317,16 +320,34 @@ fn kind_of_noun(noun: &str) -> Option<AnswerKind> {
 }
 
 fn order_of(words: &[String]) -> Option<Order> {
-    // The last comparative word decides ("born first" vs "the first film … released later").
-    words.iter().rev().find_map(|w| {
-        if LEAST.contains(&w.as_str()) {
-            Some(Order::Least)
-        } else if MOST.contains(&w.as_str()) {
-            Some(Order::Most)
-        } else {
-            None
-        }
-    })
+    order_word(words).map(|w| if LEAST.contains(&w) { Order::Least } else { Order::Most })
+}
+
+/// The comparative that decides a comparison's order: the last one ("born first" vs "the first film … released
+/// later").
+fn order_word(words: &[String]) -> Option<&str> {
+    words.iter().rev().map(String::as_str).find(|w| LEAST.contains(w) || MOST.contains(w))
+}
+
+/// Comparatives of time: dates decide them.
+const TIMED: &[&str] = &[
+    "first", "earlier", "earliest", "older", "oldest", "before", "sooner", "later", "last", "latest", "younger",
+    "youngest", "recent", "recently", "after", "newer", "newest",
+];
+
+/// A choice between `options`, its order read from the question's words outside them: in "Which film came out
+/// earlier, One More Time or Revenge?" the option's "More" is a title's word, not the comparison's.
+fn choice(mut out: Asked, question: &str, options: Vec<String>) -> Asked {
+    let mut rest = question.to_lowercase();
+    for option in &options {
+        rest = rest.replace(&option.to_lowercase(), " ");
+    }
+    let words = text::tokens(&rest);
+    out.kind = AnswerKind::Choice;
+    out.options = options;
+    out.order = order_of(&words);
+    out.timed = order_word(&words).is_some_and(|w| TIMED.contains(&w));
+    out
 }
 
 fn clean_option(s: &str) -> String {
@@ -356,6 +377,7 @@ pub fn asked(question: &str) -> Asked {
     let mut out = Asked {
         kind: AnswerKind::Entity,
         options: Vec::new(),
+        timed: order_word(&words).is_some_and(|w| TIMED.contains(&w)),
         order,
         lifespan,
         same: None,
@@ -372,26 +394,20 @@ pub fn asked(question: &str) -> Asked {
     if let Some(c) = CHOICE.captures(q)
         && (wh_start || AUXILIARIES.contains(&first.as_str()))
     {
-        out.kind = AnswerKind::Choice;
-        out.options = vec![clean_option(&c[1]), clean_option(&c[2])];
-        return out;
+        return choice(out, q, vec![clean_option(&c[1]), clean_option(&c[2])]);
     }
     // "Who was born first out of X and Y?"
     if let Some(c) = AMONG.captures(q)
         && wh_start
         && order.is_some()
     {
-        out.kind = AnswerKind::Choice;
-        out.options = vec![clean_option(&c[1]), clean_option(&c[2])];
-        return out;
+        return choice(out, q, vec![clean_option(&c[1]), clean_option(&c[2])]);
     }
     // "Between X and Y, which writer …?"
     if let Some(c) = BETWEEN.captures(q)
         && (lower.contains("which") || lower.contains("who"))
     {
-        out.kind = AnswerKind::Choice;
-        out.options = vec![clean_option(&c[1]), clean_option(&c[2])];
-        return out;
+        return choice(out, q, vec![clean_option(&c[1]), clean_option(&c[2])]);
     }
     // "Little Caesars and Pizza Hut were founded within a year of each other. Which was the first to serve
     // pizza?": the options are the two things a statement before the question joins.
@@ -402,9 +418,7 @@ pub fn asked(question: &str) -> Asked {
         && let [x, y, ..] = text::name_spans(opening).as_slice()
         && text::mentions(opening, &format!("{x} and {y}"))
     {
-        out.kind = AnswerKind::Choice;
-        out.options = vec![x.clone(), y.clone()];
-        return out;
+        return choice(out, q, vec![x.clone(), y.clone()]);
     }
     // "Was X or Y born first?": an auxiliary opens it, but two names joined by "or" and an order make it a choice,
     // never a yes/no.
@@ -413,9 +427,7 @@ pub fn asked(question: &str) -> Asked {
         && let [.., x, y] = names.as_slice()
         && text::mentions(q, &format!("{x} or {y}"))
     {
-        out.kind = AnswerKind::Choice;
-        out.options = vec![x.clone(), y.clone()];
-        return out;
+        return choice(out, q, vec![x.clone(), y.clone()]);
     }
     if AUXILIARIES.contains(&first.as_str()) {
         out.kind = AnswerKind::YesNo;
@@ -429,9 +441,7 @@ pub fn asked(question: &str) -> Asked {
     }
     // "Who is older, X or Y" without a comma: two names joined by "or".
     if wh_start && names.len() >= 2 && lower.contains(" or ") && order.is_some() {
-        out.kind = AnswerKind::Choice;
-        out.options = names[names.len() - 2..].to_vec();
-        return out;
+        return choice(out, q, names[names.len() - 2..].to_vec());
     }
 
     // The question's words outside the names it gives: "When The Stars Go Blue" asks no date.
@@ -584,6 +594,19 @@ mod tests {
         let b = asked("Are Christopher Nolan and Sofia Coppola both film directors?");
         assert_eq!(b.options, ["Christopher Nolan", "Sofia Coppola"]);
         assert_eq!(b.same, None);
+    }
+
+    #[test]
+    fn a_choice_s_order_is_read_outside_its_options_and_only_time_is_timed() {
+        let a = asked("Which film was released earlier, Dreamville Presents: Revenge or One More Time With Feeling?");
+        assert_eq!((a.order, a.timed), (Some(Order::Least), true));
+        let a =
+            asked("Which film has the director who died first, The Goose Woman or You Can No Longer Remain Silent?");
+        assert_eq!((a.order, a.timed), (Some(Order::Least), true));
+        let a = asked("Between Ann Lee and Bo Ek, which writer had a more diverse career?");
+        assert_eq!((a.order, a.timed), (Some(Order::Most), false));
+        assert!(!asked("Which mountain is taller, Ben Nevis or Snowdon?").timed);
+        assert!(asked("Who was born later, Ada Lee or Bo Chan?").timed);
     }
 
     #[test]

@@ -156,6 +156,10 @@ enum Value {
 
 /// Which of two named things the question picks.
 pub fn choose<'a>(a: &Asked, window: &[&'a Card]) -> Option<Reading<'a>> {
+    // "more diverse", "taller", "larger": an amount or a quality, which no date or life span decides.
+    if a.order.is_some() && !a.timed && !a.lifespan {
+        return None;
+    }
     let cues = relation_cues(a);
     let relative = a.words.iter().any(|w| w == "who" || w == "whose");
     // "Which film has the director born later": the value is the director's, not the film's; unless the options
