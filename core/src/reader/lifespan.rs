@@ -65,9 +65,18 @@ pub fn life(text: &str, subject: &str) -> Option<Life> {
     None
 }
 
-/// Where the first dash of a life's span stands, and its length.
+/// A birth year run into the death date where a text lost its dash: "(8 March 181522 February 1888)",
+/// "(May 3, 1869March 28, 1950)". The year is the first four digits.
+static RUN_ON: LazyLock<Regex> = LazyLock::new(|| {
+    const MONTH: &str = "(?:January|February|March|April|May|June|July|August|September|October|November|December)";
+    Regex::new(&format!(r"\b\d{{4}}(?:\d{{1,2}} {MONTH}\b|{MONTH} \d)")).expect("static regex")
+});
+
+/// Where the first dash of a life's span stands, and its length; where the dash was lost between a year and the
+/// date after it, the place it stood, of length 0.
 fn dash(part: &str) -> Option<(usize, usize)> {
-    DASHES.iter().filter_map(|d| part.find(d).map(|i| (i, d.len()))).min_by_key(|(i, _)| *i)
+    let written = DASHES.iter().filter_map(|d| part.find(d).map(|i| (i, d.len()))).min_by_key(|(i, _)| *i);
+    written.or_else(|| RUN_ON.find(part).map(|m| (m.start() + 4, 0)))
 }
 
 /// One end: its date, and the place written after it ("17 May 1662 in The Hague", "1869, Évreux").
@@ -132,5 +141,18 @@ mod tests {
         assert_eq!(l.death.date.as_deref(), Some("21 January 1426"), "read past the abbreviation's full stop");
         let l = life("Leofric (died 31 August 1057) was an Earl of Mercia.", "Leofric").unwrap();
         assert_eq!((l.death.date.as_deref(), l.birth), (Some("31 August 1057"), End::default()));
+    }
+
+    #[test]
+    fn a_life_whose_dash_was_lost_is_split_after_the_birth_year() {
+        let l = life("Éric Rohmer (21 March 192011 January 2010) was a French director.", "Éric Rohmer").unwrap();
+        assert_eq!(
+            (l.birth.date.as_deref(), l.death.date.as_deref()),
+            (Some("21 March 1920"), Some("11 January 2010"))
+        );
+        let l = life("Julia Arthur (May 3, 1869March 28, 1950) was an actress.", "Julia Arthur").unwrap();
+        assert_eq!((l.birth.date.as_deref(), l.death.date.as_deref()), (Some("May 3, 1869"), Some("March 28, 1950")));
+        let l = life("Cheryl Dunye (born May 13, 1966) is a director.", "Cheryl Dunye").unwrap();
+        assert_eq!((l.birth.date.as_deref(), l.death), (Some("May 13, 1966"), End::default()));
     }
 }
