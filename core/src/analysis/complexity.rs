@@ -112,12 +112,13 @@ pub fn is_meta_question(question: &str) -> bool {
 }
 
 /// Why a question is too ambiguous to search for, if it is: too short and naming nothing, several question marks
-/// in a row, or the same disjunction repeated.
+/// in a row where it names nothing ("what about it??"; a title that ends in its own question mark does not count:
+/// "… or Where Are You Going All Naked??"), or the same disjunction repeated.
 pub fn ambiguity(question: &str, names_something: bool) -> Option<&'static str> {
     if question.chars().count() < AMBIGUOUS_BELOW_CHARS && !names_something {
         return Some("too short to search for and names nothing");
     }
-    if question.contains("??") {
+    if question.contains("??") && !names_something {
         return Some("several question marks");
     }
     let words: Vec<String> = question.split(|c: char| !c.is_alphanumeric()).map(str::to_lowercase).collect();
@@ -314,6 +315,7 @@ mod tests {
             ("and that?", false, Some("too short to search for and names nothing")),
             ("Who is Nami?", true, None),
             ("what about it??", false, Some("several question marks")),
+            ("Which film was released more recently, Die Mutter or Where Are You Going All Naked??", true, None),
             ("Is it the red one or the blue one or the green one?", false, Some("several alternatives")),
             ("C'est le rouge ou le bleu ou le vert ?", false, Some("several alternatives")),
             ("Which film came out first, 3 Dots or Dying God?", true, None),
