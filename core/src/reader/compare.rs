@@ -26,8 +26,13 @@ fn option_card<'a>(window: &[&'a Card], option: &str) -> Option<&'a Card> {
 
 /// The question's cue words that are not the options' own words.
 fn relation_cues(a: &Asked) -> Vec<String> {
-    let option_words: Vec<String> = a.options.iter().flat_map(|o| text::tokens(o)).collect();
+    let option_words = option_words(a);
     a.cues.iter().filter(|c| !option_words.contains(c)).cloned().collect()
+}
+
+/// The words of the options' names.
+fn option_words(a: &Asked) -> Vec<String> {
+    a.options.iter().flat_map(|o| text::tokens(o)).collect()
 }
 
 fn mentions_cue(sentence: &str, cues: &[String]) -> bool {
@@ -161,6 +166,15 @@ pub fn choose<'a>(a: &Asked, window: &[&'a Card]) -> Option<Reading<'a>> {
         return None;
     }
     let cues = relation_cues(a);
+    // "Who is older", "whose director is younger": an age, which the birth dates decide. The comparative is not a
+    // cue word (`asked`), so the birth is asked for here.
+    let option_words = option_words(a);
+    let aged =
+        |w: &String| ["older", "younger", "oldest", "youngest"].contains(&w.as_str()) && !option_words.contains(w);
+    let mut date_cues = cues.clone();
+    if a.words.iter().any(aged) {
+        date_cues.push("born".into());
+    }
     let relative = a.words.iter().any(|w| w == "who" || w == "whose");
     // "Which film has the director born later": the value is the director's, not the film's; unless the options
     // are directors themselves ("Which director was born first").
@@ -182,7 +196,7 @@ pub fn choose<'a>(a: &Asked, window: &[&'a Card]) -> Option<Reading<'a>> {
         let subject = if across { bridge.unwrap_or(card) } else { card };
         let cards = if across { vec![card, subject] } else { vec![card] };
         let value =
-            if a.lifespan { lifespan(subject).map(Value::Span) } else { date_in(subject, &cues).map(Value::Date) };
+            if a.lifespan { lifespan(subject).map(Value::Span) } else { date_in(subject, &date_cues).map(Value::Date) };
         values.push((option.clone(), cards, value));
     }
     let order = if a.lifespan { Order::Most } else { a.order.unwrap_or(Order::Least) };
