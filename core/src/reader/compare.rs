@@ -11,7 +11,7 @@ use super::{
     fit::names_a_people,
     lifespan,
     spans::{self, DateValue, Shape},
-    words::{card_named, fold, same_word, subject},
+    words::{card_named, fold, opening, same_word, subject},
 };
 use crate::text;
 
@@ -129,11 +129,12 @@ fn role_bridge<'a>(card: &Card, window: &[&'a Card], cues: &[String]) -> Option<
 }
 
 /// The card a "who" clause points at from an option's card: the person (or thing) named in the option's card
-/// whose own card is in the window, preferring one named next to the question's noun ("directed by …").
+/// whose own card is in the window (its document's opening), preferring one named next to the question's noun
+/// ("directed by …").
 fn bridged<'a>(card: &Card, window: &[&'a Card], cues: &[String]) -> Option<&'a Card> {
     // The one named nearest the role's own word ("directed by Clarence Brown"), when the question names a role.
     if let Some(c) = role_bridge(card, window, cues) {
-        return Some(c);
+        return Some(opening(window, c));
     }
     let mut best: Option<(usize, &'a Card)> = None;
     for sentence in text::sentences(&card.hit.text) {
@@ -150,7 +151,7 @@ fn bridged<'a>(card: &Card, window: &[&'a Card], cues: &[String]) -> Option<&'a 
             }
         }
     }
-    best.map(|(_, c)| c)
+    best.map(|(_, c)| opening(window, c))
 }
 
 #[derive(Clone, Copy, PartialEq, PartialOrd)]
@@ -313,13 +314,6 @@ fn peoples(card: &Card) -> Vec<String> {
         }
     }
     out
-}
-
-/// The window's card that opens `card`'s document (its first chunk, `doc#0`), where a document says what its
-/// subject is; `card` itself when no earlier chunk of its document is in the window.
-fn opening<'a>(window: &[&'a Card], card: &'a Card) -> &'a Card {
-    let chunk = |c: &Card| c.hit.id.rsplit_once('#').and_then(|(_, k)| k.parse::<u32>().ok()).unwrap_or(u32::MAX);
-    window.iter().copied().filter(|c| c.hit.doc_id == card.hit.doc_id).min_by_key(|c| chunk(c)).unwrap_or(card)
 }
 
 /// Yes or no: whether two things share what the question asks about, or whether each is what it says.

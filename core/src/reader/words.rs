@@ -16,19 +16,20 @@ pub fn same_word(word: &str, cue: &str) -> bool {
 }
 
 /// The card whose title is `name`, if the window has one; a title's qualifier does not count ("David Bradley
-/// (director)" is the card named "David Bradley").
-/// Of a document's windows, its opening is the card: it says what the thing is and when ("Ryan Tubridy (born 28
-/// May 1973) is …"), where a later window speaks of later events ("… returned to RTÉ 2fm in 2010").
+/// (director)" is the card named "David Bradley"). Of a document's windows, its opening is the card: it says what
+/// the thing is and when ("Ryan Tubridy (born 28 May 1973) is …"), where a later window speaks of later events
+/// ("… returned to RTÉ 2fm in 2010").
 pub fn card_named<'a>(window: &[&'a Card], name: &str) -> Option<&'a Card> {
     let name = fold(name);
-    let named = |c: &&Card| fold(&c.hit.title) == name || fold(subject(&c.hit.title)) == name;
-    let first = window.iter().copied().find(named)?;
-    window.iter().copied().filter(|c| c.hit.doc_id == first.hit.doc_id && named(c)).min_by_key(|c| window_of(c))
+    let named = window.iter().copied().find(|c| fold(&c.hit.title) == name || fold(subject(&c.hit.title)) == name)?;
+    Some(opening(window, named))
 }
 
-/// Which window of its document a card is (`doc#N`), 0 for a document read whole.
-fn window_of(card: &Card) -> usize {
-    card.hit.id.rsplit_once('#').and_then(|(_, n)| n.parse().ok()).unwrap_or(0)
+/// The window's card that opens `card`'s document (its first chunk, `doc#0`), where a document says what its
+/// subject is; `card` itself when no earlier chunk of its document is in the window.
+pub fn opening<'a>(window: &[&'a Card], card: &'a Card) -> &'a Card {
+    let chunk = |c: &Card| c.hit.id.rsplit_once('#').and_then(|(_, k)| k.parse::<u32>().ok()).unwrap_or(u32::MAX);
+    window.iter().copied().filter(|c| c.hit.doc_id == card.hit.doc_id).min_by_key(|c| chunk(c)).unwrap_or(card)
 }
 
 /// A title without its trailing qualifier: "David Bradley (director)" → "David Bradley".
