@@ -27,9 +27,8 @@ pub struct Asked {
     pub options: Vec<String>,
     /// The order a choice wants, when it compares dates or amounts.
     pub order: Option<Order>,
-    /// The order is of time ("first", "older", "later"), which dates decide; "more", "larger" or "taller" compare
-    /// amounts that no date gives.
-    pub timed: bool,
+    /// The comparative that sets `order`, read outside a choice's options: "earlier", "older", "more".
+    pub comparative: Option<String>,
     /// The comparison is of life spans ("lived longer").
     pub lifespan: bool,
     /// A yes/no question that asks whether two things share something ("the same country").
@@ -52,6 +51,17 @@ pub struct Asked {
 }
 
 impl Asked {
+    /// The order is of time ("first", "older", "later"), which dates decide; "more", "larger" or "taller" compare
+    /// amounts that no date gives.
+    pub fn timed(&self) -> bool {
+        self.comparative.as_deref().is_some_and(|w| TIMED.contains(&w))
+    }
+
+    /// The order is of age ("older", "youngest"), which birth dates decide.
+    pub fn aged(&self) -> bool {
+        matches!(self.comparative.as_deref(), Some("older" | "younger" | "oldest" | "youngest"))
+    }
+
     /// The cue words an answer's own sentence should use: without the words of the last `links` descriptions,
     /// which the bridge documents' sentences use instead ("composer" and "film" in "Where was the composer of
     /// film X born?" leave "born").
@@ -346,7 +356,7 @@ fn choice(mut out: Asked, question: &str, options: Vec<String>) -> Asked {
     out.kind = AnswerKind::Choice;
     out.options = options;
     out.order = order_of(&words);
-    out.timed = order_word(&words).is_some_and(|w| TIMED.contains(&w));
+    out.comparative = order_word(&words).map(str::to_string);
     out
 }
 
@@ -377,7 +387,7 @@ pub fn asked(question: &str) -> Asked {
     let mut out = Asked {
         kind: AnswerKind::Entity,
         options: Vec::new(),
-        timed: order_word(&words).is_some_and(|w| TIMED.contains(&w)),
+        comparative: order_word(&words).map(str::to_string),
         order,
         lifespan,
         same: None,
@@ -599,14 +609,14 @@ mod tests {
     #[test]
     fn a_choice_s_order_is_read_outside_its_options_and_only_time_is_timed() {
         let a = asked("Which film was released earlier, Dreamville Presents: Revenge or One More Time With Feeling?");
-        assert_eq!((a.order, a.timed), (Some(Order::Least), true));
+        assert_eq!((a.order, a.timed()), (Some(Order::Least), true));
         let a =
             asked("Which film has the director who died first, The Goose Woman or You Can No Longer Remain Silent?");
-        assert_eq!((a.order, a.timed), (Some(Order::Least), true));
+        assert_eq!((a.order, a.timed()), (Some(Order::Least), true));
         let a = asked("Between Ann Lee and Bo Ek, which writer had a more diverse career?");
-        assert_eq!((a.order, a.timed), (Some(Order::Most), false));
-        assert!(!asked("Which mountain is taller, Ben Nevis or Snowdon?").timed);
-        assert!(asked("Who was born later, Ada Lee or Bo Chan?").timed);
+        assert_eq!((a.order, a.timed()), (Some(Order::Most), false));
+        assert!(!asked("Which mountain is taller, Ben Nevis or Snowdon?").timed());
+        assert!(asked("Who was born later, Ada Lee or Bo Chan?").timed());
     }
 
     #[test]

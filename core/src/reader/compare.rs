@@ -26,13 +26,8 @@ fn option_card<'a>(window: &[&'a Card], option: &str) -> Option<&'a Card> {
 
 /// The question's cue words that are not the options' own words.
 fn relation_cues(a: &Asked) -> Vec<String> {
-    let option_words = option_words(a);
+    let option_words: Vec<String> = a.options.iter().flat_map(|o| text::tokens(o)).collect();
     a.cues.iter().filter(|c| !option_words.contains(c)).cloned().collect()
-}
-
-/// The words of the options' names.
-fn option_words(a: &Asked) -> Vec<String> {
-    a.options.iter().flat_map(|o| text::tokens(o)).collect()
 }
 
 fn mentions_cue(sentence: &str, cues: &[String]) -> bool {
@@ -163,17 +158,14 @@ enum Value {
 /// Which of two named things the question picks.
 pub fn choose<'a>(a: &Asked, window: &[&'a Card]) -> Option<Reading<'a>> {
     // "more diverse", "taller", "larger": an amount or a quality, which no date or life span decides.
-    if a.order.is_some() && !a.timed && !a.lifespan {
+    if a.order.is_some() && !a.timed() && !a.lifespan {
         return None;
     }
     let cues = relation_cues(a);
     // "Who is older", "whose director is younger": an age, which the birth dates decide. The comparative is not a
     // cue word (`asked`), so the birth is asked for here.
-    let option_words = option_words(a);
-    let aged =
-        |w: &String| ["older", "younger", "oldest", "youngest"].contains(&w.as_str()) && !option_words.contains(w);
     let mut date_cues = cues.clone();
-    if a.words.iter().any(aged) {
+    if a.aged() {
         date_cues.push("born".into());
     }
     let relative = a.words.iter().any(|w| w == "who" || w == "whose");
