@@ -7,17 +7,12 @@ use std::sync::LazyLock;
 use regex::Regex;
 use sleuth_messages::AnswerKind;
 
-use super::descriptions::{AUXILIARIES, chain_descriptions};
+pub use super::order::Order;
+use super::{
+    descriptions::{AUXILIARIES, chain_descriptions},
+    order,
+};
 use crate::text;
-
-/// Which end of a comparison wins.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Order {
-    /// The earliest date or the smallest value: "first", "older", "earlier".
-    Least,
-    /// The latest date or the largest value: "later", "younger", "most recent".
-    Most,
-}
 
 /// What is compared in a choice or a "same" question.
 #[derive(Debug, Clone, PartialEq)]
@@ -54,12 +49,12 @@ impl Asked {
     /// The order is of time ("first", "older", "later"), which dates decide; "more", "larger" or "taller" compare
     /// amounts that no date gives.
     pub fn timed(&self) -> bool {
-        self.comparative.as_deref().is_some_and(|w| TIMED.contains(&w))
+        self.comparative.as_deref().is_some_and(order::timed)
     }
 
     /// The order is of age ("older", "youngest"), which birth dates decide.
     pub fn aged(&self) -> bool {
-        matches!(self.comparative.as_deref(), Some("older" | "younger" | "oldest" | "youngest"))
+        self.comparative.as_deref().is_some_and(order::aged)
     }
 
     /// The cue words an answer's own sentence should use: without the words of the last `links` descriptions,
@@ -183,17 +178,6 @@ const PERSON_NOUNS: &[&str] = &[
 const NUMBER_CUES: &[&str] = &["how many", "how much", "how old", "how long", "how tall", "how far", "how large"];
 const NUMBER_NOUNS: &[&str] =
     &["number", "population", "percentage", "amount", "age", "size", "height", "length", "code"];
-
-/// Words that say a comparison wants the earliest or smallest.
-const LEAST: &[&str] = &[
-    "first", "earlier", "earliest", "older", "oldest", "before", "sooner", "smaller", "smallest", "fewer", "less",
-    "least", "shorter", "shortest", "lower",
-];
-/// Words that say a comparison wants the latest or largest.
-const MOST: &[&str] = &[
-    "later", "last", "latest", "younger", "youngest", "recent", "recently", "after", "larger", "largest", "bigger",
-    "biggest", "more", "most", "longer", "longest", "taller", "tallest", "higher", "highest", "newer", "newest",
-];
 
 static CHOICE: LazyLock<Regex> =
     LazyLock::new(|| Regex::new(r"(?i),\s*(.+?)\s+or\s+(.+?)\s*[?.!]*\s*$").expect("static regex"));
@@ -329,22 +313,6 @@ fn kind_of_noun(noun: &str) -> Option<AnswerKind> {
     }
 }
 
-fn order_of(words: &[String]) -> Option<Order> {
-    order_word(words).map(|w| if LEAST.contains(&w) { Order::Least } else { Order::Most })
-}
-
-/// The comparative that decides a comparison's order: the last one ("born first" vs "the first film … released
-/// later").
-fn order_word(words: &[String]) -> Option<&str> {
-    words.iter().rev().map(String::as_str).find(|w| LEAST.contains(w) || MOST.contains(w))
-}
-
-/// Comparatives of time: dates decide them.
-const TIMED: &[&str] = &[
-    "first", "earlier", "earliest", "older", "oldest", "before", "sooner", "later", "last", "latest", "younger",
-    "youngest", "recent", "recently", "after", "newer", "newest",
-];
-
 /// A choice between `options`, its order read from the question's words outside them: in "Which film came out
 /// earlier, One More Time or Revenge?" the option's "More" is a title's word, not the comparison's.
 fn choice(mut out: Asked, question: &str, options: Vec<String>) -> Asked {
@@ -355,8 +323,8 @@ fn choice(mut out: Asked, question: &str, options: Vec<String>) -> Asked {
     let words = text::tokens(&rest);
     out.kind = AnswerKind::Choice;
     out.options = options;
-    out.order = order_of(&words);
-    out.comparative = order_word(&words).map(str::to_string);
+    out.order = order::order_of(&words);
+    out.comparative = order::order_word(&words).map(str::to_string);
     out
 }
 
@@ -376,18 +344,16 @@ pub fn asked(question: &str) -> Asked {
     };
     let names = text::name_spans(q);
     let name_words: Vec<String> = names.iter().flat_map(|n| text::tokens(n)).collect();
-    let cues: Vec<String> = text::content_words(q)
-        .into_iter()
-        .filter(|w| !name_words.contains(w) && !LEAST.contains(&w.as_str()) && !MOST.contains(&w.as_str()))
-        .collect();
+    let cues: Vec<String> =
+        text::content_words(q).into_iter().filter(|w| !name_words.contains(w) && !order::is_comparative(w)).collect();
     let institution = cues.iter().any(|c| INSTITUTION_CUES.contains(&c.as_str()));
     let noun = wh_noun(&lower);
     let lifespan = has_phrase(&lower, "lived longer") || has_phrase(&lower, "live longer");
-    let order = order_of(&words);
+    let order = order::order_of(&words);
     let mut out = Asked {
         kind: AnswerKind::Entity,
         options: Vec::new(),
-        comparative: order_word(&words).map(str::to_string),
+        comparative: order::order_word(&words).map(str::to_string),
         order,
         lifespan,
         same: None,

@@ -1,6 +1,7 @@
 //! The deterministic reader: the short answer to a question, read from the cited evidence. It asks what the
 //! question wants ([`asked`]), gathers the spans of that shape from the evidence's sentences ([`spans`]) and scores
-//! them (`extract.rs`), or decides a comparison or a yes/no question from the compared values (`compare.rs`).
+//! them (`extract.rs`), or decides a comparison or a yes/no question from the compared values (`compare.rs`, in the
+//! order its comparative wants: `order.rs`).
 //! `candidates.rs` is the entry point. Nothing here knows a data set: no relation phrasings, no per-corpus
 //! switches.
 
@@ -14,6 +15,7 @@ mod extract;
 mod fit;
 mod kin;
 mod lifespan;
+mod order;
 mod relatives;
 pub mod spans;
 mod walk;

@@ -1,5 +1,5 @@
 //! Comparing words, titles and names the way the reader does: one stem or verb base for both forms of a word,
-//! a title without its qualifier, a card by its title.
+//! a title without its qualifier, a card by its title (its document's opening window).
 
 use sleuth_messages::Card;
 
