@@ -302,6 +302,15 @@ const NOT_NAMES: &[&str] = &[
     "Und",
 ];
 
+/// Prepositions and conjunctions that open a question only because it begins with a clause before the one that
+/// asks: "Besides join, which function …", "Using a RegexSet, how many …". Only a text's first word is read so: a
+/// title may begin with one later on ("… first, Before Sunrise or …?").
+const OPENERS: &[&str] = &[
+    "Besides", "After", "Before", "Since", "Until", "Unlike", "Like", "Using", "Without", "Within", "Inside",
+    "Outside", "Under", "Apart", "Except", "Although", "Though", "While", "Once", "Given", "Assuming", "Suppose",
+    "Despite", "During", "Between", "Among", "Beyond", "Instead", "Unless", "Whenever", "Whether", "Because",
+];
+
 /// Capitalised word runs that look like names: "Lothair II", "Monkey D. Luffy", "Ermengarde of Tours".
 /// Possessives are dropped; connectors are kept only between capitalised words.
 pub fn name_spans(text: &str) -> Vec<String> {
@@ -319,7 +328,7 @@ pub fn name_spans(text: &str) -> Vec<String> {
             current.clear();
         }
     };
-    for raw in words {
+    for (at, raw) in words.into_iter().enumerate() {
         // A parenthesis of several words bounds a name: "Victoria Falls (Tokaleya Tonga: …)" is two. One word in
         // parentheses is a title's disambiguation ("B Boy (Song)") and stays with it.
         let bare = raw.trim_end_matches(['?', '!', '.', ',', ';', ':']);
@@ -335,7 +344,8 @@ pub fn name_spans(text: &str) -> Vec<String> {
         let word = word.trim_matches('\'');
         let capitalised =
             word.chars().next().is_some_and(|c| c.is_uppercase() || c.is_ascii_digit() && !current.is_empty());
-        if capitalised && !(current.is_empty() && NOT_NAMES.contains(&word)) {
+        let opener = at == 0 && OPENERS.contains(&word);
+        if capitalised && !opener && !(current.is_empty() && NOT_NAMES.contains(&word)) {
             current.append(&mut pending_connectors);
             current.push(word.to_string());
         } else if !current.is_empty() && NAME_CONNECTORS.contains(&word) {
@@ -394,6 +404,9 @@ mod tests {
             ("what is the captain's name", &[]),
             ("Victoria Falls (Tokaleya Tonga: Mosi) is a waterfall", &["Victoria Falls", "Tokaleya Tonga", "Mosi"]),
             ("Where was the performer of song B Boy (Song) detained?", &["B Boy Song"]),
+            ("Besides join, which function lets you create tasks?", &[]),
+            ("Between Iain Banks and Irwin Shaw, who wrote more?", &["Iain Banks", "Irwin Shaw"]),
+            ("Which film came out first, Before Sunrise or Heat?", &["Before Sunrise", "Heat"]),
         ];
         for (text, expected) in cases {
             assert_eq!(name_spans(text), expected.iter().map(|s| s.to_string()).collect::<Vec<_>>(), "{text}");
