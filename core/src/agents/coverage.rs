@@ -42,6 +42,13 @@ pub fn uncovered(state: &LoopState, cards: &[&Card]) -> Vec<String> {
             missing.push(entity.clone());
         }
     }
+    // A question that names several things, the evidence mentioning all but single words of them, is about the
+    // evidence: a manual need not use every word its reader does ("Which Cargo feature enables …", "a drop-in API
+    // replacement"). A missing name of two words or more, or the only thing named, still is not covered.
+    let single = |m: &String| text::content_words(m).len() == 1;
+    if missing.len() < named.len() && missing.iter().all(single) {
+        return Vec::new();
+    }
     if !named.is_empty() || !missing.is_empty() {
         return missing;
     }
@@ -85,6 +92,18 @@ mod tests {
         let other = card("Tenor", "He was born in 1965 and sang with a natural ease.");
         let state = fixtures::state_for("The soundtrack from the film \"Natural Born Killers\" was produced by whom?");
         assert_eq!(uncovered(&state, &[&other]), ["Natural Born Killers"], "{:?}", state.analysis.entities);
+    }
+
+    #[test]
+    fn a_single_word_the_evidence_does_not_use_does_not_block_a_question_it_otherwise_covers() {
+        let features =
+            card("Features", "The leftmost_longest feature enables leftmost-longest semantics in RegexBuilder.");
+        let state = fixtures::state_for("Which Cargo feature enables leftmost-longest semantics in the RegexBuilder?");
+        assert!(uncovered(&state, &[&features]).is_empty(), "{:?}", state.analysis.entities);
+        let state = fixtures::state_for("Which Cargo feature enables leftmost-longest semantics in Hyperscan Teddy?");
+        assert_eq!(uncovered(&state, &[&features]), ["Cargo", "Hyperscan Teddy"], "two words missing");
+        let state = fixtures::state_for("Which Cargo feature is the default?");
+        assert_eq!(uncovered(&state, &[&features]), ["Cargo"], "the only name");
     }
 
     #[test]
