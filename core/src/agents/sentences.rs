@@ -138,6 +138,9 @@ fn names_a_term_of_kind(sentence: &str, kind: &[String], question: &[String]) ->
     if words.iter().any(|w| typed_identifier(w, kind, question)) {
         return true;
     }
+    if CODE_KINDS.contains(&head.as_str()) && sentence.split_whitespace().any(|w| names_code(w, question)) {
+        return true;
+    }
     let lower: Vec<String> = words.iter().map(|w| w.to_lowercase()).collect();
     lower.iter().enumerate().any(|(i, w)| {
         if text::stem(w) != text::stem(head) {
@@ -174,6 +177,43 @@ fn names_a_term_of_kind(sentence: &str, kind: &[String], question: &[String]) ->
             && !question.contains(term)
             && (coded || capital || !adjective)
     })
+}
+
+/// Kinds of thing that code names: "which method", "which attribute", "which feature" is answered by a sentence
+/// that writes one as code (`split_off_left`, `#[unwrap(ref)]`, `write!`, `Configuration::with_limit`).
+const CODE_KINDS: &[&str] = &[
+    "method",
+    "function",
+    "macro",
+    "attribute",
+    "trait",
+    "struct",
+    "enum",
+    "field",
+    "option",
+    "flag",
+    "feature",
+    "variable",
+    "module",
+    "parameter",
+    "argument",
+    "setting",
+    "constant",
+];
+
+/// Whether a word of a sentence is written as code the question does not name: a path (`a::b`), an attribute
+/// (`#[…]`), a long flag (`--name`), a snake_case or camelCase identifier, a call (`name()`) or a macro (`name!`).
+fn names_code(raw: &str, question: &[String]) -> bool {
+    let word = raw.trim_matches(|c: char| matches!(c, ',' | ';' | ':' | '"' | '“' | '”' | '`' | '.' | '\'' | '’'));
+    let ident = |w: &str| !w.is_empty() && w.chars().all(|c| c.is_alphanumeric() || c == '_');
+    let macro_name = word.strip_suffix('!').is_some_and(|w| ident(w) && w.chars().all(|c| !c.is_uppercase()));
+    let call = word.strip_suffix("()").is_some_and(ident);
+    let snake = word.split('_').filter(|p| !p.is_empty()).count() >= 2 && ident(word.trim_matches('_'));
+    let camel = ident(word) && word.chars().skip(1).any(char::is_uppercase) && word.chars().any(char::is_lowercase);
+    let coded = word.contains("::") || word.starts_with("#[") || word.starts_with("--") && word.len() > 3;
+    let parts = text::tokens(word);
+    let named = !parts.is_empty() && parts.iter().all(|p| question.contains(p));
+    (coded || snake || camel || call || macro_name) && !named
 }
 
 /// Nouns that say what sort of thing is asked without naming the sort: in "which error type", "error" is the kind.
@@ -398,6 +438,27 @@ mod tests {
         assert!(!names("It returns a String describing the variant."));
         let q = "Which layer wraps a HandleErrorLayer?";
         assert!(!names_a_term_of_kind("A HandleErrorLayer is a layer.", &kind(q), &words(q)), "named by the question");
+    }
+
+    #[test]
+    fn a_which_method_question_is_answered_by_a_sentence_that_writes_one_as_code() {
+        let kind = |q: &str| asked_kind(&reader::asked::asked(q));
+        let words = |q: &str| reader::asked::asked(q).words;
+        let q = "Which method does the UnindexedConsumer trait use for splitting?";
+        let names = |sentence: &str| names_a_term_of_kind(sentence, &kind(q), &words(q));
+        assert!(names("Unindexed consumers split with split_off_left instead."));
+        assert!(names("It calls Configuration::with_limit to bound the input."));
+        assert!(names("The format is passed to write! as its arguments."));
+        assert!(!names("The UnindexedConsumer trait is used for splitting."), "named by the question");
+        assert!(!names("This method splits the work in two."), "no code");
+        let q = "Which attribute makes Unwrap generate methods that return references?";
+        let names = |sentence: &str| names_a_term_of_kind(sentence, &kind(q), &words(q));
+        assert!(names("Put the #[unwrap(ref)] attribute on the enum."));
+        let q = "Which keyword brings paths into scope?";
+        assert!(
+            !names_a_term_of_kind("Use max_size to bring it in.", &kind(q), &words(q)),
+            "a keyword is no code kind"
+        );
     }
 
     #[test]
