@@ -334,7 +334,18 @@ pub(super) fn looks_like_code(sentence: &str) -> bool {
     }
     const MARKS: &[&str] = &["::", "{", "}", ");", "=>", "->", "//", "!(", "()", "|", "==", "&mut", "^^"];
     let coded = words.iter().filter(|w| **w == "=" || MARKS.iter().any(|m| w.contains(m))).count();
-    words.len() >= 4 && coded >= 2 && coded * 5 >= words.len()
+    // Prose that names code inline (".with_varint_encoding() has been renamed to .with_variable_int_encoding().")
+    // is still mostly plain words, and has no statement's marks.
+    let statement =
+        words.iter().any(|w| *w == "=" || ["{", "}", ";", "=>", "//", "==", "#["].iter().any(|m| w.contains(m)));
+    let plain = words
+        .iter()
+        .filter(|w| {
+            let w = w.trim_end_matches([',', '.', ';', ':']);
+            w.len() >= 2 && w.chars().all(|c| c.is_ascii_lowercase())
+        })
+        .count();
+    words.len() >= 4 && coded >= 2 && coded * 5 >= words.len() && (statement || plain * 2 < words.len())
 }
 
 /// Whether the sentence is where a window of a longer text begins, cut mid-sentence: the first of a card that is
@@ -559,6 +570,9 @@ mod tests {
             "When calling .load::<i16>() on a 12-bit slice, the load will sign-extend it to i16."
         ));
         assert!(!looks_like_code("Fresnel lens; Supplier: Kestrel Optics"));
+        assert!(!looks_like_code(".with_varint_encoding() has been renamed to .with_variable_int_encoding()."));
+        assert!(looks_like_code("for x in v.iter() { println!(\"{}\", x); }"));
+        assert!(looks_like_code("_more::Display; #[display(\"{_0:^o}\")] // `^` is centering, but has no effect"));
         assert!(!looks_like_code("Specifying concrete types is also supported via #[as_mut(<types>)] attribute."));
     }
 
