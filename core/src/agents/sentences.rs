@@ -177,6 +177,33 @@ const ORDINARY: &[&str] = &[
     "extra",
     "actual",
     "real",
+    // Comparatives and superlatives compare things of the kind without naming one: "a newer minimum version".
+    "newer",
+    "newest",
+    "older",
+    "oldest",
+    "later",
+    "latest",
+    "earlier",
+    "earliest",
+    "higher",
+    "highest",
+    "lower",
+    "lowest",
+    "greater",
+    "larger",
+    "largest",
+    "smaller",
+    "smallest",
+    "bigger",
+    "faster",
+    "fastest",
+    "slower",
+    "longer",
+    "shorter",
+    "fewer",
+    "current",
+    "recent",
 ];
 
 /// Whether the sentence names a thing by the asked noun phrase ([`asked_kind`]): "the RUST_BACKTRACE environment
@@ -472,6 +499,9 @@ mod tests {
         let names = |sentence: &str| names_a_term_of_kind(sentence, &kind(q), &words(q));
         assert!(names("The ? operator calls the from function."));
         assert!(!names("The following operator is used."));
+        let q = "What is the minimum supported rustc version for the crate?";
+        let names = |sentence: &str| names_a_term_of_kind(sentence, &kind(q), &words(q));
+        assert!(!names("However, crate 1.y may require a newer minimum version of Rust."), "a comparative");
         let q = "What type do integer literals default to?";
         assert!(!names_a_term_of_kind("Tell Rust the variable’s type.", &kind(q), &words(q)));
     }
