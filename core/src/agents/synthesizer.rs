@@ -175,12 +175,12 @@ pub fn synthesize(state: &LoopState, types: &crate::entity_types::EntityTypes) -
         best.retain(|(_, c, s)| !(c.n == card.n && *s == sentence));
         best.insert(0, (f32::MAX, card, sentence));
     }
-    // A yes/no question the reader could not decide is answered no where the sentence that answers it best denies
-    // what it asks ("… the fallback is not called"); an affirming sentence is left to speak for itself.
+    // A yes/no question the reader could not decide is answered no where a sentence that comes close to answering
+    // it best denies what it asks ("… the fallback is not called", "… but not enabled in the default
+    // configuration"), which the "no" cites; an affirming sentence is left to speak for itself.
     if reading.is_none()
         && asked.kind == AnswerKind::YesNo
-        && let Some((_, card, sentence)) = best.first()
-        && denies(sentence, question(state), &asks)
+        && let Some((_, card, _)) = best.iter().find(|(_, _, sentence)| denies(sentence, question(state), &asks))
     {
         reading = Some(Reading { text: "no".into(), kind: AnswerKind::YesNo, cards: vec![card], score: 1.0 });
     }
@@ -516,6 +516,19 @@ mod tests {
         let affirmed = answer("Routing is done first. If a handler returns 404 the fallback is called.");
         assert_eq!(affirmed.short_answer, None, "an affirming sentence speaks for itself: {}", affirmed.answer);
         assert!(affirmed.answer.starts_with("If a handler returns 404"), "{}", affirmed.answer);
+    }
+
+    #[test]
+    fn a_denial_that_comes_close_to_the_best_sentence_answers_no() {
+        let mut state = crate::fixtures::state_for("Is the maximum size limit enabled in the default configuration?");
+        let (mut first, mut second) = (card(1), card(2));
+        first.hit.text = "Change the configuration to enable a maximum size limit for untrusted input.".into();
+        second.hit.text = "A maximum size limit exists, but it is not enabled in the default configuration.".into();
+        state.cards = vec![first, second];
+        let answer = synthesize(&state, &Default::default());
+        assert_eq!(answer.short_answer.map(|s| s.text).as_deref(), Some("no"), "{}", answer.answer);
+        assert!(answer.answer.starts_with("no [1]."), "{}", answer.answer);
+        assert!(answer.answer.contains("not enabled in the default configuration. [1]"), "{}", answer.answer);
     }
 
     #[test]
