@@ -78,6 +78,19 @@ const STOPWORDS: &[&str] = &[
     "when", "which", "why", "how", "film", "song", "born", "die", "died", "same", "both",
 ];
 
+/// The question with each code path cut to its last segment: `fancy_regex::RegexSet` names the type RegexSet, not
+/// the document titled "fancy-regex".
+fn last_segments(question: &str) -> String {
+    question
+        .split_whitespace()
+        .map(|w| match w.rsplit_once("::") {
+            Some((_, last)) => last,
+            None => w,
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
 /// Whether the question names this title. One-word titles must also be capitalised in the question, so that a
 /// document titled "Director" is not matched by "the director of".
 fn names_title(question: &str, question_norm: &str, phrase: &str) -> bool {
@@ -108,7 +121,7 @@ impl Reranker for FeatureReranker {
     ) -> anyhow::Result<Vec<Candidate>> {
         let w = self.weights;
         let n = candidates.len().max(1) as f32;
-        let question_norm = normalize(question);
+        let question_norm = normalize(&last_segments(question));
         let phrases: Vec<String> = candidates.iter().map(|c| title_phrase(&c.hit.title)).collect();
         let named: Vec<bool> = phrases.iter().map(|p| names_title(question, &question_norm, p)).collect();
         let mut named_phrases: Vec<&str> =
@@ -210,6 +223,23 @@ mod tests {
         .unwrap();
         let titles: Vec<&str> = out.iter().map(|c| c.hit.title.as_str()).collect();
         assert_eq!(titles, ["Inherent Vice (film)", "Jonny Greenwood", "Film score"]);
+    }
+
+    #[test]
+    fn a_code_path_names_its_last_segment_not_the_crate_s_document() {
+        let candidates = vec![
+            cand("Sets", "A RegexSet matches many patterns at once; it is not a drop-in replacement."),
+            cand("fancy-regex", "fancy-regex is a regex library with backtracking."),
+        ];
+        let out = futures::executor::block_on(FeatureReranker { weights: FeatureWeights::default() }.rerank(
+            "Is fancy_regex::RegexSet a drop-in replacement?",
+            None,
+            candidates,
+        ))
+        .unwrap();
+        let titles: Vec<&str> = out.iter().map(|c| c.hit.title.as_str()).collect();
+        assert_eq!(titles, ["Sets", "fancy-regex"], "the crate's document is not named by the path");
+        assert_eq!(last_segments("Is fancy_regex::RegexSet like regex::RegexSet?"), "Is RegexSet like RegexSet?");
     }
 
     #[test]
