@@ -13,8 +13,8 @@ use sleuth_messages::{
 use super::{
     entity_answer::EntityAnswer,
     sentences::{
-        Asks, abbreviation, asked_kind, counted, counts, cut_off, denies, identifiers, looks_like_code, quotable,
-        scored_sentences, section,
+        Asks, asked_kind, counted, counts, cut_off, denies, identifiers, looks_like_code, quotable, scored_sentences,
+        section,
     },
 };
 use crate::{
@@ -119,7 +119,7 @@ pub fn synthesize(state: &LoopState, types: &crate::entity_types::EntityTypes) -
         kind: asked_kind(&asked),
         words: asked.words.clone(),
         counted: counted(question(state), &asked),
-        abbreviation: abbreviation(question(state)),
+        abbreviation: super::abbreviations::asked(question(state)),
     };
     // The best sentence of each card, then the best cards.
     let mut best: Vec<(f32, &Card, &str)> = window
