@@ -14,7 +14,7 @@ use super::{
     entity_answer::EntityAnswer,
     sentences::{
         Asks, asked_kind, counted, counts, cut_off, denies, identifiers, looks_like_code, quotable, scored_sentences,
-        section,
+        section, sentence_score,
     },
 };
 use crate::{
@@ -171,6 +171,7 @@ pub fn synthesize(state: &LoopState, types: &crate::entity_types::EntityTypes) -
         && let Some((card, sentence)) = judged.as_ref().filter(typed).and_then(|j| reader::source_sentence(&j.reading))
         && quotable(sentence)
         && (asks.counted.is_empty() || counts(sentence, &asks.counted))
+        && !counted_better(&best, sentence, card, &asks)
     {
         best.retain(|(_, c, s)| !(c.n == card.n && *s == sentence));
         best.insert(0, (f32::MAX, card, sentence));
@@ -205,6 +206,18 @@ pub fn synthesize(state: &LoopState, types: &crate::entity_types::EntityTypes) -
         }
     }
     with_short_answer(cited_response(state, answer.trim(), &cited, evidence, reason), reading.as_ref())
+}
+
+/// Whether a "how many" question's best sentence by the scorer also counts what it asks for and scores above the
+/// reader's count's sentence: of two sentences that count the asked thing ("takes 2 bytes", "is 4 bytes in
+/// size"), the one that speaks of what the question names answers it.
+fn counted_better(best: &[(f32, &Card, &str)], sentence: &str, card: &Card, asks: &Asks<'_>) -> bool {
+    best.first().is_some_and(|(score, top, top_sentence)| {
+        !asks.counted.is_empty()
+            && counts(top_sentence, &asks.counted)
+            && *score > sentence_score(sentence, card, asks)
+            && !(top.n == card.n && *top_sentence == sentence)
+    })
 }
 
 /// The leading sentence as a reader needs it. Code that lost its fence after a colon is cut ("… with the
@@ -516,6 +529,26 @@ mod tests {
         let affirmed = answer("Routing is done first. If a handler returns 404 the fallback is called.");
         assert_eq!(affirmed.short_answer, None, "an affirming sentence speaks for itself: {}", affirmed.answer);
         assert!(affirmed.answer.starts_with("If a handler returns 404"), "{}", affirmed.answer);
+    }
+
+    #[test]
+    fn of_two_sentences_that_count_the_asked_thing_the_one_about_the_question_leads() {
+        let asks = Asks {
+            stems: ["rust", "char", "type", "byte"].iter().map(|w| text::stem(w)).collect(),
+            entities: Vec::new(),
+            kind: Vec::new(),
+            words: Vec::new(),
+            counted: vec!["bytes".into()],
+            abbreviation: None,
+        };
+        let (first, second) = (card(1), card(2));
+        let read = "Rust's answer is 24, because each scalar value in that string takes 2 bytes of storage.";
+        let about = "Rust's char type is 4 bytes in size.";
+        let best = [(sentence_score(about, &second, &asks), &second, about)];
+        assert!(counted_better(&best, read, &first, &asks), "the sentence about char counts its bytes too");
+        let uncounted = [(9.0, &second, "Rust's char type is a Unicode scalar value.")];
+        assert!(!counted_better(&uncounted, read, &first, &asks), "a best sentence that counts nothing yields");
+        assert!(!counted_better(&best, about, &second, &asks), "the reading's own sentence is not better than itself");
     }
 
     #[test]
