@@ -46,8 +46,8 @@ fn plain(id: String, title: String, text: String, parts: Vec<Part>) -> Document 
     Document { id, title, text, metadata: JsonMap::new(), ownership: Ownership::shared(), parts }
 }
 
-/// A web page as its Markdown without the page's chrome, read as Markdown is; its title the first heading, else
-/// `<title>`, else the file's stem.
+/// A web page as its Markdown without the page's chrome, read as Markdown is; its title the first heading (where no
+/// text comes before it), else `<title>`, else the file's stem.
 pub fn html(id: &str, stem: &str, html: &str) -> Document {
     let page = dom_query::Document::from(html);
     let title = page.select("title").text().split_whitespace().collect::<Vec<_>>().join(" ");

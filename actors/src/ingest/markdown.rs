@@ -6,7 +6,9 @@
 use pulldown_cmark::{Event, HeadingLevel, Options, Parser, Tag, TagEnd};
 
 /// A Markdown file as text: its title (the first level-one heading, else the first heading: a book's chapter files
-/// often open at level two) when it has one, and its paragraphs separated by blank lines.
+/// often open at level two) when it has one, and its paragraphs separated by blank lines. A file whose text opens
+/// before any heading has no title of its own: its headings name its sections ("Example", "Static paths" in an API
+/// item's page), and the caller names it by its file.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Rendered {
     pub title: Option<String>,
@@ -34,6 +36,8 @@ struct Renderer {
     title: Option<String>,
     /// Whether `title` is a level-one heading (else the first heading, until a level-one heading comes).
     h1: bool,
+    /// Whether text came before the first heading: then no heading is the file's title.
+    untitled: bool,
     /// Inside an image: its alt text is not the page's text.
     image: usize,
     /// Inside a code block: kept verbatim.
@@ -108,7 +112,8 @@ impl Renderer {
                 if text.is_empty() {
                     return;
                 }
-                if self.title.is_none() || level == HeadingLevel::H1 && !self.h1 {
+                self.untitled |= self.title.is_none() && !self.paragraphs.is_empty();
+                if !self.untitled && (self.title.is_none() || level == HeadingLevel::H1 && !self.h1) {
                     self.h1 = level == HeadingLevel::H1;
                     self.title = Some(text.clone());
                 }
@@ -225,6 +230,15 @@ mod tests {
             ]
         );
         assert_eq!(r.text, sections.iter().map(|(_, t)| *t).collect::<Vec<_>>().join("\n\n"));
+    }
+
+    #[test]
+    fn a_file_that_opens_with_text_takes_no_heading_for_its_title() {
+        let r = render("Turn off checks for compatibility with 0.7.\n\n# Example\n\nSome code.\n");
+        assert_eq!(r.title, None, "an API item's page: its file names it, not its first example");
+        assert_eq!(r.sections[1].heading.as_deref(), Some("Example"));
+        let r = render("<a id=\"intro\"></a>\n![logo](logo.svg)\n\n## Closures\n\nText.\n\n# Later\n");
+        assert_eq!(r.title.as_deref(), Some("Later"), "markup and images before a heading are no text");
     }
 
     #[test]
