@@ -185,28 +185,45 @@ fn names_a_term_of_kind(sentence: &str, kind: &[String], question: &[String]) ->
         {
             return true;
         }
+        // "The default type is f64": the kind's noun phrase after "the" (its other words and ordinary adjectives
+        // between), then "is" and the term.
+        if let (Some(verb), Some(term)) = (lower.get(i + 1), words.get(i + 2))
+            && ["is", "are"].contains(&verb.as_str())
+        {
+            let mut at = i;
+            while at > 0 && (ORDINARY.contains(&lower[at - 1].as_str()) || kind.contains(&lower[at - 1])) {
+                at -= 1;
+            }
+            if at > 0 && lower[at - 1] == "the" && is_term(term, question) {
+                return true;
+            }
+        }
         // Back over the phrase's other words ("environment" before "variable") to the term before them.
         let mut at = i;
         while at > 0 && kind[..kind.len() - 1].iter().any(|k| text::stem(k) == text::stem(&lower[at - 1])) {
             at -= 1;
         }
         let (Some(term), Some(det)) = (at.checked_sub(1), at.checked_sub(2)) else { return false };
-        let (raw, term) = (words[term], &lower[term]);
-        let coded = raw.chars().any(|c| !c.is_alphabetic());
-        let capital = raw.chars().next().is_some_and(char::is_uppercase);
-        let adjective = ["ing", "ed", "al", "ous", "ive", "ic", "able", "ible", "ful", "less"]
-            .iter()
-            .any(|end| term.ends_with(end));
-        // A possessive ("the variable's type") names an owner, not a thing of the kind.
-        let possessive = term.ends_with("'s") || term.ends_with("’s");
-        ["the", "a", "an"].contains(&lower[det].as_str())
-            && !possessive
-            && !term.is_empty()
-            && !text::is_stopword(term)
-            && !ORDINARY.contains(&term.as_str())
-            && !question.contains(term)
-            && (coded || capital || !adjective)
+        ["the", "a", "an"].contains(&lower[det].as_str()) && is_term(words[term], question)
     })
+}
+
+/// Whether a word where a noun phrase puts its name ("the RUST_BACKTRACE variable", "the type is f64") names a
+/// thing: not a possessive ("the variable's type" names an owner), a stop word, an ordinary adjective or a word of
+/// the question, and written as code, capitalised, or not shaped like an adjective.
+fn is_term(raw: &str, question: &[String]) -> bool {
+    let term = raw.to_lowercase();
+    let coded = raw.chars().any(|c| !c.is_alphabetic());
+    let capital = raw.chars().next().is_some_and(char::is_uppercase);
+    let adjective =
+        ["ing", "ed", "al", "ous", "ive", "ic", "able", "ible", "ful", "less"].iter().any(|end| term.ends_with(end));
+    let possessive = term.ends_with("'s") || term.ends_with("’s");
+    !possessive
+        && !term.is_empty()
+        && !text::is_stopword(&term)
+        && !ORDINARY.contains(&term.as_str())
+        && !question.contains(&term)
+        && (coded || capital || !adjective)
 }
 
 /// Kinds of thing that code names: "which method", "which attribute", "which feature" is answered by a sentence
@@ -452,6 +469,12 @@ mod tests {
         assert!(!names("However, crate 1.y may require a newer minimum version of Rust."), "a comparative");
         let q = "What type do integer literals default to?";
         assert!(!names_a_term_of_kind("Tell Rust the variable’s type.", &kind(q), &words(q)));
+        let q = "What is the default floating-point type in Rust?";
+        let names = |sentence: &str| names_a_term_of_kind(sentence, &kind(q), &words(q));
+        assert!(names("The default type is f64 because on modern CPUs it is as fast as f32."));
+        assert!(!names("Rust has four primary scalar types: integers, floating-point numbers and characters."));
+        assert!(!names("A type is important."), "no definite noun phrase, and no term");
+        assert!(!names("The type is the same."), "an ordinary adjective");
     }
 
     #[test]
