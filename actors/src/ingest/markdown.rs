@@ -36,8 +36,6 @@ struct Renderer {
     title: Option<String>,
     /// Whether `title` is a level-one heading (else the first heading, until a level-one heading comes).
     h1: bool,
-    /// Whether text came before the first heading: then no heading is the file's title.
-    untitled: bool,
     /// Inside an image: its alt text is not the page's text.
     image: usize,
     /// Inside a code block: kept verbatim.
@@ -112,8 +110,9 @@ impl Renderer {
                 if text.is_empty() {
                     return;
                 }
-                self.untitled |= self.title.is_none() && !self.paragraphs.is_empty();
-                if !self.untitled && (self.title.is_none() || level == HeadingLevel::H1 && !self.h1) {
+                // Text before the first heading leaves the file untitled: no later heading takes the title.
+                let first = self.title.is_none() && self.paragraphs.is_empty();
+                if first || self.title.is_some() && level == HeadingLevel::H1 && !self.h1 {
                     self.h1 = level == HeadingLevel::H1;
                     self.title = Some(text.clone());
                 }

@@ -212,11 +212,10 @@ pub fn synthesize(state: &LoopState, types: &crate::entity_types::EntityTypes) -
 /// reader's count's sentence: of two sentences that count the asked thing ("takes 2 bytes", "is 4 bytes in
 /// size"), the one that speaks of what the question names answers it.
 fn counted_better(best: &[(f32, &Card, &str)], sentence: &str, card: &Card, asks: &Asks<'_>) -> bool {
-    best.first().is_some_and(|(score, top, top_sentence)| {
-        !asks.counted.is_empty()
-            && counts(top_sentence, &asks.counted)
-            && *score > sentence_score(sentence, card, asks)
-            && !(top.n == card.n && *top_sentence == sentence)
+    // A best sentence that is the reader's own scores no higher than itself (its score carries its position's
+    // penalty), and `counts` is false for a question that counts nothing.
+    best.first().is_some_and(|(score, _, top_sentence)| {
+        counts(top_sentence, &asks.counted) && *score > sentence_score(sentence, card, asks)
     })
 }
 
