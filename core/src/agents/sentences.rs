@@ -363,6 +363,37 @@ pub(super) fn scored_sentences<'c>(card: &'c Card, asks: &Asks<'_>) -> Vec<(f32,
         .collect()
 }
 
+/// Whether a sentence's subject is a pronoun that stands for something the sentence before it named: its first
+/// word, or the first after a short opening phrase ("For example, this is the ordering used by …", "However, it
+/// …").
+pub(super) fn points_back(sentence: &str) -> bool {
+    const POINTERS: &[&str] = &["this", "that", "these", "those", "it", "they", "such"];
+    let words: Vec<&str> = sentence.split_whitespace().take(4).collect();
+    let pointer = |at: usize| {
+        words.get(at).is_some_and(|w| POINTERS.contains(&w.trim_end_matches([',', ':']).to_lowercase().as_str()))
+    };
+    pointer(0) || words.iter().take(3).position(|w| w.ends_with(',')).is_some_and(|comma| pointer(comma + 1))
+}
+
+/// The sentence a pointing sentence (`sentences[index]`) stands on: the one before it in its card, where that one
+/// can be quoted with it (prose that neither opens a listing with a colon nor is a window's cut-off first words).
+pub(super) fn antecedent<'c>(card: &Card, sentences: &[&'c str], index: usize) -> Option<&'c str> {
+    let before = index.checked_sub(1)?;
+    let (sentence, previous) = (sentences.get(index)?.trim(), sentences[before].trim());
+    let stands = quotable(previous) && !previous.ends_with(':') && !cut_off(card, before, previous);
+    (points_back(sentence) && stands).then_some(previous)
+}
+
+/// Whether `next`, a sentence that points back to `sentence`, goes on to answer what `sentence` began: it speaks
+/// of a question word that `sentence` does not, or names a thing of the asked kind ("Bincode 1 had the Options
+/// trait. This has been replaced with the Configuration struct.").
+pub(super) fn continues(sentence: &str, next: &str, asks: &Asks<'_>) -> bool {
+    let (said, next_tokens) = (text::tokens(sentence), text::tokens(next));
+    let speaks = |tokens: &[String], stem: &str| tokens.iter().any(|t| text::stem(t) == stem || negated(t, stem));
+    let adds = asks.stems.iter().any(|stem| speaks(&next_tokens, stem) && !speaks(&said, stem));
+    quotable(next) && (adds || names_a_term_of_kind(next, &asks.kind, &asks.words))
+}
+
 /// The section a document's card is in, as ingestion recorded it ("Building for Release / Cargo as Convention").
 pub(super) fn section(card: &Card) -> Option<&str> {
     card.hit.metadata.get("section").and_then(|s| s.as_str())

@@ -13,8 +13,8 @@ use sleuth_messages::{
 use super::{
     entity_answer::EntityAnswer,
     sentences::{
-        Asks, asked_kind, counted, counts, cut_off, denies, identifiers, looks_like_code, quotable, scored_sentences,
-        section, sentence_score,
+        Asks, antecedent, asked_kind, continues, counted, counts, cut_off, denies, identifiers, looks_like_code,
+        quotable, scored_sentences, section, sentence_score,
     },
 };
 use crate::{
@@ -195,11 +195,17 @@ pub fn synthesize(state: &LoopState, types: &crate::entity_types::EntityTypes) -
     }
     let mut cited: Vec<&Card> = Vec::new();
     lead_with(&mut answer, &mut cited, reading.as_ref());
+    let mut lead = String::new();
     for (i, (_, card, sentence)) in best.iter().enumerate() {
         let sentence = match i == 0 && reading.is_none() {
-            true => completed(card, sentence),
+            true => completed(card, sentence, &asks),
+            // A sentence the lead already quotes as its continuation is not quoted again.
+            false if lead.contains(sentence.trim()) => continue,
             false => sentence.trim().to_string(),
         };
+        if i == 0 {
+            lead.clone_from(&sentence);
+        }
         answer.push_str(&format!("{sentence} [{}] ", card.n));
         if !cited.iter().any(|c| c.n == card.n) {
             cited.push(card);
@@ -225,7 +231,9 @@ fn counted_better(best: &[(f32, &Card, &str)], sentence: &str, card: &Card, asks
 /// cut-off first sentence is marked as the fragment it is ("… generic code, you can test …"). A sentence that
 /// ends with a colon is completed by what follows it: "To run Clippy's lints, enter the following:" and the first
 /// line of the command block after it ("cargo clippy", without the fence or the shell prompt), or the next sentence.
-fn completed(card: &Card, sentence: &str) -> String {
+/// A next sentence that points back to it and goes on to answer is quoted after it ("Bincode 1 had the Options
+/// trait. This has been replaced with the Configuration struct.").
+fn completed(card: &Card, sentence: &str, asks: &Asks<'_>) -> String {
     let sentences = text::sentences(&card.hit.text);
     let at = sentences.iter().position(|s| s.trim() == sentence.trim());
     let mut sentence = sentence.trim();
@@ -236,11 +244,7 @@ fn completed(card: &Card, sentence: &str) -> String {
         sentence = &sentence[..=colon];
         code_cut = true;
     }
-    let before = at
-        .filter(|_| points_back(sentence))
-        .and_then(|i| i.checked_sub(1).map(|p| (p, sentences[p].trim())))
-        .filter(|(p, s)| quotable(s) && !s.ends_with(':') && !cut_off(card, *p, s))
-        .map(|(_, s)| s);
+    let before = at.and_then(|i| antecedent(card, &sentences, i));
     let next = at.and_then(|i| sentences.get(i + 1)).map(|s| s.trim());
     let follows = match next {
         _ if code_cut || !sentence.ends_with(':') => None,
@@ -253,24 +257,16 @@ fn completed(card: &Card, sentence: &str) -> String {
         Some(next) if !next.is_empty() => Some(next.to_string()),
         _ => None,
     };
+    let follows = follows.or_else(|| {
+        let (at, next) = (at? + 1, next.filter(|_| !code_cut)?);
+        (antecedent(card, &sentences, at).is_some() && continues(sentence, next, asks)).then(|| next.to_string())
+    });
     let fragment = at.is_some_and(|i| cut_off(card, i, sentence)).then(|| "…".to_string());
     [fragment, before.map(str::to_string), Some(sentence.to_string()), follows]
         .into_iter()
         .flatten()
         .collect::<Vec<_>>()
         .join(" ")
-}
-
-/// Whether a sentence's subject is a pronoun that stands for something the sentence before it named: its first
-/// word, or the first after a short opening phrase ("For example, this is the ordering used by …", "However, it
-/// …").
-fn points_back(sentence: &str) -> bool {
-    const POINTERS: &[&str] = &["this", "that", "these", "those", "it", "they", "such"];
-    let words: Vec<&str> = sentence.split_whitespace().take(4).collect();
-    let pointer = |at: usize| {
-        words.get(at).is_some_and(|w| POINTERS.contains(&w.trim_end_matches([',', ':']).to_lowercase().as_str()))
-    };
-    pointer(0) || words.iter().take(3).position(|w| w.ends_with(',')).is_some_and(|comma| pointer(comma + 1))
 }
 
 /// Whether a reading names an entity the graph reached as the answer (a result entity, by its card's title).
@@ -491,7 +487,14 @@ fn response(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::agents::sentences::points_back;
     use sleuth_messages::{Hit, JsonMap};
+
+    /// What a question with no words asks: nothing a next sentence could go on to answer.
+    fn nothing() -> Asks<'static> {
+        let (stems, entities, kind, words, counted) = (Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new());
+        Asks { stems, entities, kind, words, counted, abbreviation: None }
+    }
 
     fn card(n: u32) -> Card {
         let hit = Hit {
@@ -569,9 +572,12 @@ mod tests {
         c.hit.text =
             "Clippy is a linter. To run it, enter the following:\n\n```\n$ cargo clippy\n```\n\nIt prints warnings."
                 .into();
-        assert_eq!(completed(&c, "To run it, enter the following:"), "To run it, enter the following: cargo clippy");
+        assert_eq!(
+            completed(&c, "To run it, enter the following:", &nothing()),
+            "To run it, enter the following: cargo clippy"
+        );
         c.hit.text = "The options are these: Some and None. Both are variants.".into();
-        assert_eq!(completed(&c, "Clippy is a linter."), "Clippy is a linter.");
+        assert_eq!(completed(&c, "Clippy is a linter.", &nothing()), "Clippy is a linter.");
     }
 
     #[test]
@@ -580,34 +586,34 @@ mod tests {
         c.hit.id = "d1#0".into();
         c.hit.text =
             "Use ConnectInfo to get the peer's address. This enables extracting the client's remote address.".into();
-        let lead = completed(&c, "This enables extracting the client's remote address.");
+        let lead = completed(&c, "This enables extracting the client's remote address.", &nothing());
         assert_eq!(
             lead,
             "Use ConnectInfo to get the peer's address. This enables extracting the client's remote address."
         );
         // Nothing stands before a card's first sentence; a heading or code before it is not what it points to.
         assert_eq!(
-            completed(&c, "Use ConnectInfo to get the peer's address."),
+            completed(&c, "Use ConnectInfo to get the peer's address.", &nothing()),
             "Use ConnectInfo to get the peer's address."
         );
         c.hit.text = "Remote addresses\n\nThis enables extracting the client's remote address.".into();
         assert_eq!(
-            completed(&c, "This enables extracting the client's remote address."),
+            completed(&c, "This enables extracting the client's remote address.", &nothing()),
             "This enables extracting the client's remote address."
         );
         // A window cut mid-sentence does not lend its fragment.
         c.hit.id = "d1#3".into();
         c.hit.text = "address of the peer. This enables extracting the client's remote address.".into();
         assert_eq!(
-            completed(&c, "This enables extracting the client's remote address."),
+            completed(&c, "This enables extracting the client's remote address.", &nothing()),
             "This enables extracting the client's remote address."
         );
-        assert_eq!(completed(&c, "address of the peer."), "… address of the peer.");
+        assert_eq!(completed(&c, "address of the peer.", &nothing()), "… address of the peer.");
         // After a short opening phrase.
         c.hit.id = "d1#0".into();
         c.hit.text = "This ordering is named Msb0. For example, this is the ordering used by TCP.".into();
         assert_eq!(
-            completed(&c, "For example, this is the ordering used by TCP."),
+            completed(&c, "For example, this is the ordering used by TCP.", &nothing()),
             "This ordering is named Msb0. For example, this is the ordering used by TCP."
         );
         assert!(!points_back("For example, the ordering used by TCP is Msb0."));
@@ -616,16 +622,36 @@ mod tests {
     }
 
     #[test]
+    fn a_next_sentence_that_points_back_and_goes_on_to_answer_is_quoted_after_the_lead() {
+        let mut state = crate::fixtures::state_for("Which struct replaces the Options trait from bincode 1?");
+        let mut c = card(1);
+        c.hit.text = "Bincode 1 had the Options trait. This has been replaced with the Configuration struct. \
+                      It is still a trait in version one."
+            .into();
+        state.cards = vec![c];
+        let answer = synthesize(&state, &Default::default());
+        let lead = answer.answer.split(" [1]").next().unwrap_or_default();
+        assert_eq!(lead, "Bincode 1 had the Options trait. This has been replaced with the Configuration struct.");
+        assert_eq!(answer.answer.matches("Configuration struct").count(), 1, "quoted once: {}", answer.answer);
+        // A pointing sentence that adds nothing the question asks is not quoted with it.
+        let mut c = card(1);
+        c.hit.text = "Bincode 1 had the Options trait. It was popular with users.".into();
+        state.cards = vec![c];
+        let answer = synthesize(&state, &Default::default());
+        assert!(answer.answer.starts_with("Bincode 1 had the Options trait. [1]"), "{}", answer.answer);
+    }
+
+    #[test]
     fn code_that_lost_its_fence_after_a_colon_is_cut_from_the_lead() {
         let mut c = card(1);
         c.hit.text =
             "It may be suppressed with the format_args!() macro usage: # use derive_more::Display; struct A;".into();
         let sentence = text::sentences(&c.hit.text)[0];
-        assert_eq!(completed(&c, sentence), "It may be suppressed with the format_args!() macro usage:");
+        assert_eq!(completed(&c, sentence, &nothing()), "It may be suppressed with the format_args!() macro usage:");
         // A table row read as prose keeps its cells.
         c.hit.text = "Spare parts\n\nPart: Fresnel lens; Supplier: Kestrel Optics".into();
         assert_eq!(
-            completed(&c, "Part: Fresnel lens; Supplier: Kestrel Optics"),
+            completed(&c, "Part: Fresnel lens; Supplier: Kestrel Optics", &nothing()),
             "Part: Fresnel lens; Supplier: Kestrel Optics"
         );
     }
