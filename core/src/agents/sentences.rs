@@ -268,9 +268,10 @@ const GENERIC_HEADS: &[&str] = &["type", "kind", "sort", "name"];
 
 /// Whether `word` is a CamelCase identifier the question does not name, whose last part is the asked kind: Rust's
 /// types are named for what they are (`HandleErrorLayer` is a layer, `TryUnwrapError` an error, `IntoIter` no
-/// iterator's name). The kind is the phrase's head noun, or the noun before a generic head ("what error type").
+/// iterator's name), in a link to its documentation or not (`[HandleErrorLayer]`). The kind is the phrase's head
+/// noun, or the noun before a generic head ("what error type").
 fn typed_identifier(word: &str, kind: &[String], question: &[String]) -> bool {
-    let name = word.split(['<', '(', ':', '&', '[']).find(|p| !p.is_empty()).unwrap_or("");
+    let name = word.split(['<', '(', ':', '&', '[', ']']).find(|p| !p.is_empty()).unwrap_or("");
     let parts: Vec<usize> = name.char_indices().filter(|(_, c)| c.is_uppercase()).map(|(i, _)| i).collect();
     let camel = name.chars().all(char::is_alphanumeric) && parts.first() == Some(&0) && parts.len() >= 2;
     if !camel || question.contains(&name.to_lowercase()) {
@@ -384,14 +385,14 @@ pub(super) fn antecedent<'c>(card: &Card, sentences: &[&'c str], index: usize) -
     (points_back(sentence) && stands).then_some(previous)
 }
 
-/// Whether `next`, a sentence that points back to `sentence`, goes on to answer what `sentence` began: it speaks
-/// of a question word that `sentence` does not, or names a thing of the asked kind ("Bincode 1 had the Options
-/// trait. This has been replaced with the Configuration struct.").
+/// Whether `next`, the sentence after `sentence`, goes on to answer what `sentence` began: it points back to it,
+/// and speaks of a question word that `sentence` does not or names a thing of the asked kind ("Bincode 1 had the
+/// Options trait. This has been replaced with the Configuration struct.").
 pub(super) fn continues(sentence: &str, next: &str, asks: &Asks<'_>) -> bool {
     let (said, next_tokens) = (text::tokens(sentence), text::tokens(next));
     let speaks = |tokens: &[String], stem: &str| tokens.iter().any(|t| text::stem(t) == stem || negated(t, stem));
     let adds = asks.stems.iter().any(|stem| speaks(&next_tokens, stem) && !speaks(&said, stem));
-    quotable(next) && (adds || names_a_term_of_kind(next, &asks.kind, &asks.words))
+    points_back(next) && quotable(next) && (adds || names_a_term_of_kind(next, &asks.kind, &asks.words))
 }
 
 /// The section a document's card is in, as ingestion recorded it ("Building for Release / Cargo as Convention").
@@ -535,6 +536,7 @@ mod tests {
         let q = "Which layer handles errors from fallible middleware?";
         let names = |sentence: &str| names_a_term_of_kind(sentence, &kind(q), &words(q));
         assert!(names("axum provides HandleErrorLayer to turn such errors into responses."));
+        assert!(names("That is done with [HandleErrorLayer]:"), "a link to its documentation names it too");
         assert!(!names("Errors from middleware must be handled with Router::layer."), "not a layer's name");
         let q = "What error type does try_unwrap_foo return?";
         assert_eq!(kind(q), ["error", "type"]);

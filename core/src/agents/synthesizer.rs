@@ -257,10 +257,8 @@ fn completed(card: &Card, sentence: &str, asks: &Asks<'_>) -> String {
         Some(next) if !next.is_empty() => Some(next.to_string()),
         _ => None,
     };
-    let follows = follows.or_else(|| {
-        let (at, next) = (at? + 1, next.filter(|_| !code_cut)?);
-        (antecedent(card, &sentences, at).is_some() && continues(sentence, next, asks)).then(|| next.to_string())
-    });
+    let follows =
+        follows.or_else(|| next.filter(|next| !code_cut && continues(sentence, next, asks)).map(str::to_string));
     let fragment = at.is_some_and(|i| cut_off(card, i, sentence)).then(|| "…".to_string());
     [fragment, before.map(str::to_string), Some(sentence.to_string()), follows]
         .into_iter()
@@ -639,6 +637,15 @@ mod tests {
         state.cards = vec![c];
         let answer = synthesize(&state, &Default::default());
         assert!(answer.answer.starts_with("Bincode 1 had the Options trait. [1]"), "{}", answer.answer);
+        // A lead that is a window's cut-off first words is continued too.
+        let mut state = crate::fixtures::state_for("Which layer handles errors from fallible middleware?");
+        let mut c = card(1);
+        c.hit.id = "d1#2".into();
+        c.hit.text = "handle errors from fallible middleware. That is done with [HandleErrorLayer]:".into();
+        state.cards = vec![c];
+        let answer = synthesize(&state, &Default::default());
+        let expected = "… handle errors from fallible middleware. That is done with [HandleErrorLayer]: [1]";
+        assert!(answer.answer.starts_with(expected), "{}", answer.answer);
     }
 
     #[test]
