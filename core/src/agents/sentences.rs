@@ -364,16 +364,27 @@ pub(super) fn scored_sentences<'c>(card: &'c Card, asks: &Asks<'_>) -> Vec<(f32,
         .collect()
 }
 
-/// Whether a sentence's subject is a pronoun that stands for something the sentence before it named: its first
-/// word, or the first after a short opening phrase ("For example, this is the ordering used by …", "However, it
-/// …").
+/// Whether a sentence stands on the one before it: its subject is a pronoun that stands for something that
+/// sentence named (its first word, or the first after a short opening phrase: "For example, this is the ordering
+/// used by …", "However, it …"), or it offers something in place of what was said before ("Use Extension instead
+/// for such data.": "instead" without "of", "such" before a noun, not "such as", "such that" or "such … as").
 pub(super) fn points_back(sentence: &str) -> bool {
     const POINTERS: &[&str] = &["this", "that", "these", "those", "it", "they", "such"];
-    let words: Vec<&str> = sentence.split_whitespace().take(4).collect();
-    let pointer = |at: usize| {
-        words.get(at).is_some_and(|w| POINTERS.contains(&w.trim_end_matches([',', ':']).to_lowercase().as_str()))
-    };
-    pointer(0) || words.iter().take(3).position(|w| w.ends_with(',')).is_some_and(|comma| pointer(comma + 1))
+    let words: Vec<String> = sentence.split_whitespace().map(|w| w.to_lowercase()).collect();
+    let bare = |at: usize| words.get(at).map(|w| w.trim_end_matches(|c: char| !c.is_alphanumeric()));
+    let pointer = |at: usize| bare(at).is_some_and(|w| POINTERS.contains(&w));
+    let subject =
+        pointer(0) || words.iter().take(3).position(|w| w.ends_with(',')).is_some_and(|comma| pointer(comma + 1));
+    let replaces = (0..words.len()).any(|at| match bare(at) {
+        Some("instead") => bare(at + 1) != Some("of") || words[at].len() > "instead".len(),
+        // "such data", not "such as", "such that" or "such classic films as".
+        Some("such") => {
+            let examples = (at + 1..at + 6).any(|next| bare(next) == Some("as")) || bare(at + 1) == Some("that");
+            at > 0 && !words[at].ends_with(',') && bare(at + 1).is_some() && !examples
+        }
+        _ => false,
+    });
+    subject || replaces
 }
 
 /// The sentence a pointing sentence (`sentences[index]`) stands on: the one before it in its card, where that one

@@ -617,6 +617,11 @@ mod tests {
         assert!(!points_back("For example, the ordering used by TCP is Msb0."));
         assert!(points_back("This, and only this, argument combination is unsafe."));
         assert!(!points_back("When a request arrives at the router, it is matched."), "a clause, not a phrase");
+        assert!(points_back("Use Extension instead for such data."));
+        assert!(points_back("Use a Mutex instead."));
+        assert!(!points_back("Use a Mutex instead of a RefCell."), "it names what it replaces");
+        assert!(!points_back("Use a type such as u8 or a type such that it is Copy."));
+        assert!(!points_back("He directed such classic Kannada comedy films as Gauri Ganesha."));
     }
 
     #[test]
