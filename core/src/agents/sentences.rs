@@ -10,6 +10,7 @@ use crate::{reader, text};
 
 /// What a sentence is scored against: the question's keyword stems, its entities and the code identifiers it
 /// names ([`identifiers`]), and the noun phrase a "which" question asks for ([`asked_kind`]).
+#[derive(Default)]
 pub(super) struct Asks<'q> {
     pub(super) stems: Vec<&'q str>,
     pub(super) entities: Vec<String>,
@@ -523,9 +524,7 @@ mod tests {
     #[test]
     fn a_sentence_that_denies_the_asked_predicate_answers_no() {
         fn asks(words: &[String]) -> Asks<'_> {
-            let stems = words.iter().map(|w| text::stem(w)).collect();
-            let (entities, kind, words, counted) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
-            Asks { stems, entities, kind, words, counted, abbreviation: None }
+            Asks { stems: words.iter().map(|w| text::stem(w)).collect(), ..Default::default() }
         }
         let denies = |sentence: &str, q: &str| denies(sentence, q, &asks(&text::content_words(q)));
         let q = "If a request matches a route but its handler returns 404, is the fallback called?";

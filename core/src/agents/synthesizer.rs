@@ -488,12 +488,6 @@ mod tests {
     use crate::agents::sentences::points_back;
     use sleuth_messages::{Hit, JsonMap};
 
-    /// What a question with no words asks: nothing a next sentence could go on to answer.
-    fn nothing() -> Asks<'static> {
-        let (stems, entities, kind, words, counted) = (Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new());
-        Asks { stems, entities, kind, words, counted, abbreviation: None }
-    }
-
     fn card(n: u32) -> Card {
         let hit = Hit {
             id: format!("h{n}"),
@@ -571,11 +565,11 @@ mod tests {
             "Clippy is a linter. To run it, enter the following:\n\n```\n$ cargo clippy\n```\n\nIt prints warnings."
                 .into();
         assert_eq!(
-            completed(&c, "To run it, enter the following:", &nothing()),
+            completed(&c, "To run it, enter the following:", &Asks::default()),
             "To run it, enter the following: cargo clippy"
         );
         c.hit.text = "The options are these: Some and None. Both are variants.".into();
-        assert_eq!(completed(&c, "Clippy is a linter.", &nothing()), "Clippy is a linter.");
+        assert_eq!(completed(&c, "Clippy is a linter.", &Asks::default()), "Clippy is a linter.");
     }
 
     #[test]
@@ -584,34 +578,34 @@ mod tests {
         c.hit.id = "d1#0".into();
         c.hit.text =
             "Use ConnectInfo to get the peer's address. This enables extracting the client's remote address.".into();
-        let lead = completed(&c, "This enables extracting the client's remote address.", &nothing());
+        let lead = completed(&c, "This enables extracting the client's remote address.", &Asks::default());
         assert_eq!(
             lead,
             "Use ConnectInfo to get the peer's address. This enables extracting the client's remote address."
         );
         // Nothing stands before a card's first sentence; a heading or code before it is not what it points to.
         assert_eq!(
-            completed(&c, "Use ConnectInfo to get the peer's address.", &nothing()),
+            completed(&c, "Use ConnectInfo to get the peer's address.", &Asks::default()),
             "Use ConnectInfo to get the peer's address."
         );
         c.hit.text = "Remote addresses\n\nThis enables extracting the client's remote address.".into();
         assert_eq!(
-            completed(&c, "This enables extracting the client's remote address.", &nothing()),
+            completed(&c, "This enables extracting the client's remote address.", &Asks::default()),
             "This enables extracting the client's remote address."
         );
         // A window cut mid-sentence does not lend its fragment.
         c.hit.id = "d1#3".into();
         c.hit.text = "address of the peer. This enables extracting the client's remote address.".into();
         assert_eq!(
-            completed(&c, "This enables extracting the client's remote address.", &nothing()),
+            completed(&c, "This enables extracting the client's remote address.", &Asks::default()),
             "This enables extracting the client's remote address."
         );
-        assert_eq!(completed(&c, "address of the peer.", &nothing()), "… address of the peer.");
+        assert_eq!(completed(&c, "address of the peer.", &Asks::default()), "… address of the peer.");
         // After a short opening phrase.
         c.hit.id = "d1#0".into();
         c.hit.text = "This ordering is named Msb0. For example, this is the ordering used by TCP.".into();
         assert_eq!(
-            completed(&c, "For example, this is the ordering used by TCP.", &nothing()),
+            completed(&c, "For example, this is the ordering used by TCP.", &Asks::default()),
             "This ordering is named Msb0. For example, this is the ordering used by TCP."
         );
         assert!(!points_back("For example, the ordering used by TCP is Msb0."));
@@ -659,11 +653,14 @@ mod tests {
         c.hit.text =
             "It may be suppressed with the format_args!() macro usage: # use derive_more::Display; struct A;".into();
         let sentence = text::sentences(&c.hit.text)[0];
-        assert_eq!(completed(&c, sentence, &nothing()), "It may be suppressed with the format_args!() macro usage:");
+        assert_eq!(
+            completed(&c, sentence, &Asks::default()),
+            "It may be suppressed with the format_args!() macro usage:"
+        );
         // A table row read as prose keeps its cells.
         c.hit.text = "Spare parts\n\nPart: Fresnel lens; Supplier: Kestrel Optics".into();
         assert_eq!(
-            completed(&c, "Part: Fresnel lens; Supplier: Kestrel Optics", &nothing()),
+            completed(&c, "Part: Fresnel lens; Supplier: Kestrel Optics", &Asks::default()),
             "Part: Fresnel lens; Supplier: Kestrel Optics"
         );
     }
