@@ -160,7 +160,7 @@ const ORDINARY: &[&str] = &[
 /// noun, which is neither a word of the question nor an ordinary adjective, or right after the noun and "called"
 /// or "named" ("a method called new"), or a code identifier whose name ends in the kind ([`typed_identifier`]:
 /// `HandleErrorLayer` for "which layer"). Such a sentence says which one it is.
-fn names_a_term_of_kind(sentence: &str, kind: &[String], question: &[String]) -> bool {
+pub(super) fn names_a_term_of_kind(sentence: &str, kind: &[String], question: &[String]) -> bool {
     let Some(head) = kind.last() else { return false };
     let words: Vec<&str> = sentence
         .split_whitespace()
@@ -365,48 +365,6 @@ pub(super) fn scored_sentences<'c>(card: &'c Card, asks: &Asks<'_>) -> Vec<(f32,
         .collect()
 }
 
-/// Whether a sentence stands on the one before it: its subject is a pronoun that stands for something that
-/// sentence named (its first word, or the first after a short opening phrase: "For example, this is the ordering
-/// used by …", "However, it …"), or it offers something in place of what was said before ("Use Extension instead
-/// for such data.": "instead" without "of", "such" before a noun, not "such as", "such that" or "such … as").
-pub(super) fn points_back(sentence: &str) -> bool {
-    const POINTERS: &[&str] = &["this", "that", "these", "those", "it", "they", "such"];
-    let words: Vec<String> = sentence.split_whitespace().map(|w| w.to_lowercase()).collect();
-    let bare = |at: usize| words.get(at).map(|w| w.trim_end_matches(|c: char| !c.is_alphanumeric()));
-    let pointer = |at: usize| bare(at).is_some_and(|w| POINTERS.contains(&w));
-    let subject =
-        pointer(0) || words.iter().take(3).position(|w| w.ends_with(',')).is_some_and(|comma| pointer(comma + 1));
-    let replaces = (0..words.len()).any(|at| match bare(at) {
-        Some("instead") => bare(at + 1) != Some("of") || words[at].len() > "instead".len(),
-        // "such data", not "such as", "such that" or "such classic films as".
-        Some("such") => {
-            let examples = (at + 1..at + 6).any(|next| bare(next) == Some("as")) || bare(at + 1) == Some("that");
-            at > 0 && !words[at].ends_with(',') && bare(at + 1).is_some() && !examples
-        }
-        _ => false,
-    });
-    subject || replaces
-}
-
-/// The sentence a pointing sentence (`sentences[index]`) stands on: the one before it in its card, where that one
-/// can be quoted with it (prose that neither opens a listing with a colon nor is a window's cut-off first words).
-pub(super) fn antecedent<'c>(card: &Card, sentences: &[&'c str], index: usize) -> Option<&'c str> {
-    let before = index.checked_sub(1)?;
-    let (sentence, previous) = (sentences.get(index)?.trim(), sentences[before].trim());
-    let stands = quotable(previous) && !previous.ends_with(':') && !cut_off(card, before, previous);
-    (points_back(sentence) && stands).then_some(previous)
-}
-
-/// Whether `next`, the sentence after `sentence`, goes on to answer what `sentence` began: it points back to it,
-/// and speaks of a question word that `sentence` does not or names a thing of the asked kind ("Bincode 1 had the
-/// Options trait. This has been replaced with the Configuration struct.").
-pub(super) fn continues(sentence: &str, next: &str, asks: &Asks<'_>) -> bool {
-    let (said, next_tokens) = (text::tokens(sentence), text::tokens(next));
-    let speaks = |tokens: &[String], stem: &str| tokens.iter().any(|t| text::stem(t) == stem || negated(t, stem));
-    let adds = asks.stems.iter().any(|stem| speaks(&next_tokens, stem) && !speaks(&said, stem));
-    points_back(next) && quotable(next) && (adds || names_a_term_of_kind(next, &asks.kind, &asks.words))
-}
-
 /// The section a document's card is in, as ingestion recorded it ("Building for Release / Cargo as Convention").
 pub(super) fn section(card: &Card) -> Option<&str> {
     card.hit.metadata.get("section").and_then(|s| s.as_str())
@@ -474,7 +432,7 @@ pub(super) fn denies(sentence: &str, question: &str, asks: &Asks<'_>) -> bool {
 
 /// Whether `word` is the negation of the word stemmed `stem`: "immutable" answers whether a thing is "mutable",
 /// "unsafe" whether it is "safe".
-fn negated(word: &str, stem: &str) -> bool {
+pub(super) fn negated(word: &str, stem: &str) -> bool {
     // "un" and "non" only negate; "in", "im", "dis" also begin words of their own ("inform"), so a longer rest.
     [("un", 4), ("non", 4), ("im", 5), ("in", 5), ("ir", 5), ("il", 5), ("dis", 5)].iter().any(|(prefix, least)| {
         word.strip_prefix(prefix)

@@ -13,8 +13,7 @@ use sleuth_messages::{
 use super::{
     entity_answer::EntityAnswer,
     sentences::{
-        Asks, antecedent, asked_kind, continues, counted, counts, cut_off, denies, identifiers, looks_like_code,
-        quotable, scored_sentences, section, sentence_score,
+        Asks, asked_kind, counted, counts, denies, identifiers, quotable, scored_sentences, section, sentence_score,
     },
 };
 use crate::{
@@ -198,7 +197,7 @@ pub fn synthesize(state: &LoopState, types: &crate::entity_types::EntityTypes) -
     let mut lead = String::new();
     for (i, (_, card, sentence)) in best.iter().enumerate() {
         let sentence = match i == 0 && reading.is_none() {
-            true => completed(card, sentence, &asks),
+            true => super::lead::completed(card, sentence, &asks),
             // A sentence the lead already quotes as its continuation is not quoted again.
             false if lead.contains(sentence.trim()) => continue,
             false => sentence.trim().to_string(),
@@ -223,48 +222,6 @@ fn counted_better(best: &[(f32, &Card, &str)], sentence: &str, card: &Card, asks
     best.first().is_some_and(|(score, _, top_sentence)| {
         counts(top_sentence, &asks.counted) && *score > sentence_score(sentence, card, asks)
     })
-}
-
-/// The leading sentence as a reader needs it. Code that lost its fence after a colon is cut ("… with the
-/// format_args!() macro usage: # use …"). A sentence that opens with a pronoun points back to the sentence before
-/// it in its card ("This enables extracting the client's remote address."), which is quoted first; a window's
-/// cut-off first sentence is marked as the fragment it is ("… generic code, you can test …"). A sentence that
-/// ends with a colon is completed by what follows it: "To run Clippy's lints, enter the following:" and the first
-/// line of the command block after it ("cargo clippy", without the fence or the shell prompt), or the next sentence.
-/// A next sentence that points back to it and goes on to answer is quoted after it ("Bincode 1 had the Options
-/// trait. This has been replaced with the Configuration struct.").
-fn completed(card: &Card, sentence: &str, asks: &Asks<'_>) -> String {
-    let sentences = text::sentences(&card.hit.text);
-    let at = sentences.iter().position(|s| s.trim() == sentence.trim());
-    let mut sentence = sentence.trim();
-    let mut code_cut = false;
-    if let Some(colon) = sentence.find(": ")
-        && looks_like_code(&sentence[colon + 2..])
-    {
-        sentence = &sentence[..=colon];
-        code_cut = true;
-    }
-    let before = at.and_then(|i| antecedent(card, &sentences, i));
-    let next = at.and_then(|i| sentences.get(i + 1)).map(|s| s.trim());
-    let follows = match next {
-        _ if code_cut || !sentence.ends_with(':') => None,
-        Some(block) if block.starts_with("```") => block
-            .lines()
-            .skip(1)
-            .map(|line| line.trim().trim_start_matches("$ ").trim())
-            .find(|line| !line.is_empty() && !line.starts_with("```"))
-            .map(str::to_string),
-        Some(next) if !next.is_empty() => Some(next.to_string()),
-        _ => None,
-    };
-    let follows =
-        follows.or_else(|| next.filter(|next| !code_cut && continues(sentence, next, asks)).map(str::to_string));
-    let fragment = at.is_some_and(|i| cut_off(card, i, sentence)).then(|| "…".to_string());
-    [fragment, before.map(str::to_string), Some(sentence.to_string()), follows]
-        .into_iter()
-        .flatten()
-        .collect::<Vec<_>>()
-        .join(" ")
 }
 
 /// Whether a reading names an entity the graph reached as the answer (a result entity, by its card's title).
@@ -485,7 +442,6 @@ fn response(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::agents::sentences::points_back;
     use sleuth_messages::{Hit, JsonMap};
 
     fn card(n: u32) -> Card {
@@ -559,66 +515,6 @@ mod tests {
     }
 
     #[test]
-    fn a_sentence_that_ends_with_a_colon_is_completed_by_what_follows() {
-        let mut c = card(1);
-        c.hit.text =
-            "Clippy is a linter. To run it, enter the following:\n\n```\n$ cargo clippy\n```\n\nIt prints warnings."
-                .into();
-        assert_eq!(
-            completed(&c, "To run it, enter the following:", &Asks::default()),
-            "To run it, enter the following: cargo clippy"
-        );
-        c.hit.text = "The options are these: Some and None. Both are variants.".into();
-        assert_eq!(completed(&c, "Clippy is a linter.", &Asks::default()), "Clippy is a linter.");
-    }
-
-    #[test]
-    fn a_sentence_that_opens_with_a_pronoun_is_read_after_the_one_it_points_back_to() {
-        let mut c = card(1);
-        c.hit.id = "d1#0".into();
-        c.hit.text =
-            "Use ConnectInfo to get the peer's address. This enables extracting the client's remote address.".into();
-        let lead = completed(&c, "This enables extracting the client's remote address.", &Asks::default());
-        assert_eq!(
-            lead,
-            "Use ConnectInfo to get the peer's address. This enables extracting the client's remote address."
-        );
-        // Nothing stands before a card's first sentence; a heading or code before it is not what it points to.
-        assert_eq!(
-            completed(&c, "Use ConnectInfo to get the peer's address.", &Asks::default()),
-            "Use ConnectInfo to get the peer's address."
-        );
-        c.hit.text = "Remote addresses\n\nThis enables extracting the client's remote address.".into();
-        assert_eq!(
-            completed(&c, "This enables extracting the client's remote address.", &Asks::default()),
-            "This enables extracting the client's remote address."
-        );
-        // A window cut mid-sentence does not lend its fragment.
-        c.hit.id = "d1#3".into();
-        c.hit.text = "address of the peer. This enables extracting the client's remote address.".into();
-        assert_eq!(
-            completed(&c, "This enables extracting the client's remote address.", &Asks::default()),
-            "This enables extracting the client's remote address."
-        );
-        assert_eq!(completed(&c, "address of the peer.", &Asks::default()), "… address of the peer.");
-        // After a short opening phrase.
-        c.hit.id = "d1#0".into();
-        c.hit.text = "This ordering is named Msb0. For example, this is the ordering used by TCP.".into();
-        assert_eq!(
-            completed(&c, "For example, this is the ordering used by TCP.", &Asks::default()),
-            "This ordering is named Msb0. For example, this is the ordering used by TCP."
-        );
-        assert!(!points_back("For example, the ordering used by TCP is Msb0."));
-        assert!(points_back("This, and only this, argument combination is unsafe."));
-        assert!(!points_back("When a request arrives at the router, it is matched."), "a clause, not a phrase");
-        assert!(points_back("Use Extension instead for such data."));
-        assert!(points_back("Use a Mutex instead."));
-        assert!(!points_back("Use a Mutex instead of a RefCell."), "it names what it replaces");
-        assert!(!points_back("Use a type such as u8 or a type such that it is Copy."));
-        assert!(!points_back("He directed such classic Kannada comedy films as Gauri Ganesha."));
-    }
-
-    #[test]
     fn a_next_sentence_that_points_back_and_goes_on_to_answer_is_quoted_after_the_lead() {
         let mut state = crate::fixtures::state_for("Which struct replaces the Options trait from bincode 1?");
         let mut c = card(1);
@@ -645,24 +541,6 @@ mod tests {
         let answer = synthesize(&state, &Default::default());
         let expected = "… handle errors from fallible middleware. That is done with [HandleErrorLayer]: [1]";
         assert!(answer.answer.starts_with(expected), "{}", answer.answer);
-    }
-
-    #[test]
-    fn code_that_lost_its_fence_after_a_colon_is_cut_from_the_lead() {
-        let mut c = card(1);
-        c.hit.text =
-            "It may be suppressed with the format_args!() macro usage: # use derive_more::Display; struct A;".into();
-        let sentence = text::sentences(&c.hit.text)[0];
-        assert_eq!(
-            completed(&c, sentence, &Asks::default()),
-            "It may be suppressed with the format_args!() macro usage:"
-        );
-        // A table row read as prose keeps its cells.
-        c.hit.text = "Spare parts\n\nPart: Fresnel lens; Supplier: Kestrel Optics".into();
-        assert_eq!(
-            completed(&c, "Part: Fresnel lens; Supplier: Kestrel Optics", &Asks::default()),
-            "Part: Fresnel lens; Supplier: Kestrel Optics"
-        );
     }
 
     #[test]
