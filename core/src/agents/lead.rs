@@ -4,7 +4,7 @@
 
 use sleuth_messages::Card;
 
-use super::sentences::{Asks, cut_off, looks_like_code, names_a_term_of_kind, negated, quotable};
+use super::sentences::{Asks, cut_off, looks_like_code, names_a_term_of_kind, negated, quotable, sentence_score};
 use crate::text;
 
 /// The leading sentence as a reader needs it. Code that lost its fence after a colon is cut ("… with the
@@ -40,7 +40,7 @@ pub(super) fn completed(card: &Card, sentence: &str, asks: &Asks<'_>) -> String 
         _ => None,
     };
     let follows =
-        follows.or_else(|| next.filter(|next| !code_cut && continues(sentence, next, asks)).map(str::to_string));
+        follows.or_else(|| next.filter(|next| !code_cut && continues(card, sentence, next, asks)).map(str::to_string));
     let fragment = at.is_some_and(|i| cut_off(card, i, sentence)).then(|| "…".to_string());
     [fragment, before.map(str::to_string), Some(sentence.to_string()), follows]
         .into_iter()
@@ -51,15 +51,20 @@ pub(super) fn completed(card: &Card, sentence: &str, asks: &Asks<'_>) -> String 
 
 /// Whether a sentence stands on the one before it: its subject is a pronoun that stands for something that
 /// sentence named (its first word, or the first after a short opening phrase: "For example, this is the ordering
-/// used by …", "However, it …"), or it offers something in place of what was said before ("Use Extension instead
-/// for such data.": "instead" without "of", "such" before a noun, not "such as", "such that" or "such … as").
+/// used by …", "However, it …"), it opens with a word that contrasts it with that sentence or draws from it
+/// ("However, when AVX is available, …", "Therefore …"), or it offers something in place of what was said before
+/// ("Use Extension instead for such data.": "instead" without "of", "such" before a noun, not "such as", "such
+/// that" or "such … as").
 fn points_back(sentence: &str) -> bool {
     const POINTERS: &[&str] = &["this", "that", "these", "those", "it", "they", "such"];
+    const CONNECTIVES: &[&str] =
+        &["however", "therefore", "thus", "hence", "otherwise", "consequently", "nevertheless", "nonetheless"];
     let words: Vec<String> = sentence.split_whitespace().map(|w| w.to_lowercase()).collect();
     let bare = |at: usize| words.get(at).map(|w| w.trim_end_matches(|c: char| !c.is_alphanumeric()));
     let pointer = |at: usize| bare(at).is_some_and(|w| POINTERS.contains(&w));
     let subject =
         pointer(0) || words.iter().take(3).position(|w| w.ends_with(',')).is_some_and(|comma| pointer(comma + 1));
+    let connected = bare(0).is_some_and(|w| CONNECTIVES.contains(&w));
     let replaces = (0..words.len()).any(|at| match bare(at) {
         Some("instead") => bare(at + 1) != Some("of") || words[at].len() > "instead".len(),
         // "such data", not "such as", "such that" or "such classic films as".
@@ -69,7 +74,7 @@ fn points_back(sentence: &str) -> bool {
         }
         _ => false,
     });
-    subject || replaces
+    subject || connected || replaces
 }
 
 /// The sentence a pointing sentence (`sentences[index]`) stands on: the one before it in its card, where that one
@@ -81,14 +86,20 @@ fn antecedent<'c>(card: &Card, sentences: &[&'c str], index: usize) -> Option<&'
     (points_back(sentence) && stands).then_some(previous)
 }
 
-/// Whether `next`, the sentence after `sentence`, goes on to answer what `sentence` began: it points back to it,
-/// and speaks of a question word that `sentence` does not or names a thing of the asked kind ("Bincode 1 had the
-/// Options trait. This has been replaced with the Configuration struct.").
-fn continues(sentence: &str, next: &str, asks: &Asks<'_>) -> bool {
+/// Whether `next`, the sentence after `sentence` in `card`, goes on to answer what `sentence` began: it speaks of a
+/// question word that `sentence` does not, and either points back to it or answers well enough to be quoted on its
+/// own, scoring at least half of what `sentence` scores, as every quoted sentence does ("Raw identifiers are the
+/// syntax that lets you use keywords … You use a raw identifier by prefixing a keyword with r#." for "which
+/// prefix"); or it points back to it and names a thing of the asked kind ("Bincode 1 had the Options trait. This
+/// has been replaced with the Configuration struct.").
+fn continues(card: &Card, sentence: &str, next: &str, asks: &Asks<'_>) -> bool {
     let (said, next_tokens) = (text::tokens(sentence), text::tokens(next));
     let speaks = |tokens: &[String], stem: &str| tokens.iter().any(|t| text::stem(t) == stem || negated(t, stem));
     let adds = asks.stems.iter().any(|stem| speaks(&next_tokens, stem) && !speaks(&said, stem));
-    points_back(next) && quotable(next) && (adds || names_a_term_of_kind(next, &asks.kind, &asks.words))
+    let pointing = points_back(next);
+    let answers = || sentence_score(next, card, asks) >= 0.5 * sentence_score(sentence, card, asks);
+    quotable(next)
+        && (adds && (pointing || answers()) || pointing && names_a_term_of_kind(next, &asks.kind, &asks.words))
 }
 
 #[cfg(test)]
@@ -172,5 +183,40 @@ mod tests {
             completed(&c, "Part: Fresnel lens; Supplier: Kestrel Optics", &Asks::default()),
             "Part: Fresnel lens; Supplier: Kestrel Optics"
         );
+    }
+
+    #[test]
+    fn a_next_sentence_that_answers_what_the_lead_leaves_out_is_quoted_after_it() {
+        let words = ["prefix", "lets", "use", "keyword", "identifier"];
+        let asks = Asks { stems: words.iter().map(|w| text::stem(w)).collect(), ..Default::default() };
+        let lead = "Raw identifiers are the syntax that lets you use keywords where they would not be allowed.";
+        let c = fixtures::card(
+            1,
+            1,
+            "d1",
+            "t",
+            &format!("{lead} You use a raw identifier by prefixing a keyword with r#."),
+        );
+        assert_eq!(
+            completed(&c, lead, &asks),
+            format!("{lead} You use a raw identifier by prefixing a keyword with r#.")
+        );
+        // A next sentence that adds the question's word but answers far less well is not quoted with it.
+        let c = fixtures::card(1, 1, "d1", "t", &format!("{lead} Prefixes are rare."));
+        assert_eq!(completed(&c, lead, &asks), lead);
+        // Nor one that adds none of the question's words.
+        let c = fixtures::card(1, 1, "d1", "t", &format!("{lead} You use a raw identifier in a macro."));
+        assert_eq!(completed(&c, lead, &asks), lead);
+    }
+
+    #[test]
+    fn a_sentence_that_opens_by_contrasting_or_concluding_stands_on_the_one_before() {
+        assert!(points_back("However, when AVX is available, the number of buckets is 16."));
+        assert!(points_back("Therefore the alphabet can be shrunk to 53 elements."));
+        assert!(!points_back("Thusly the alphabet can be shrunk."), "a connective is a whole word");
+        assert!(!points_back("The alphabet can however be shrunk."), "only where the sentence opens");
+        let lead = "However, when AVX is available, the number of buckets is 16.";
+        let c = fixtures::card(1, 1, "d1", "t", &format!("Teddy uses 8 buckets. {lead}"));
+        assert_eq!(completed(&c, lead, &Asks::default()), format!("Teddy uses 8 buckets. {lead}"));
     }
 }
