@@ -4,7 +4,7 @@
 
 use sleuth_messages::Card;
 
-use super::sentences::{Asks, cut_off, looks_like_code, names_a_term_of_kind, negated, quotable, sentence_score};
+use super::sentences::{Asks, cut_off, looks_like_code, names_a_term_of_kind, quotable, sentence_score, uses};
 use crate::text;
 
 /// The leading sentence as a reader needs it. Code that lost its fence after a colon is cut ("… with the
@@ -13,8 +13,7 @@ use crate::text;
 /// cut-off first sentence is marked as the fragment it is ("… generic code, you can test …"). A sentence that
 /// ends with a colon is completed by what follows it: "To run Clippy's lints, enter the following:" and the first
 /// line of the command block after it ("cargo clippy", without the fence or the shell prompt), or the next sentence.
-/// A next sentence that points back to it and goes on to answer is quoted after it ("Bincode 1 had the Options
-/// trait. This has been replaced with the Configuration struct.").
+/// A next sentence that goes on to answer is quoted after it ([`continues`]).
 pub(super) fn completed(card: &Card, sentence: &str, asks: &Asks<'_>) -> String {
     let sentences = text::sentences(&card.hit.text);
     let at = sentences.iter().position(|s| s.trim() == sentence.trim());
@@ -94,8 +93,7 @@ fn antecedent<'c>(card: &Card, sentences: &[&'c str], index: usize) -> Option<&'
 /// has been replaced with the Configuration struct.").
 fn continues(card: &Card, sentence: &str, next: &str, asks: &Asks<'_>) -> bool {
     let (said, next_tokens) = (text::tokens(sentence), text::tokens(next));
-    let speaks = |tokens: &[String], stem: &str| tokens.iter().any(|t| text::stem(t) == stem || negated(t, stem));
-    let adds = asks.stems.iter().any(|stem| speaks(&next_tokens, stem) && !speaks(&said, stem));
+    let adds = asks.stems.iter().any(|stem| uses(&next_tokens, stem) && !uses(&said, stem));
     let pointing = points_back(next);
     let answers = || sentence_score(next, card, asks) >= 0.5 * sentence_score(sentence, card, asks);
     quotable(next)

@@ -385,7 +385,7 @@ pub(super) fn sentence_score(sentence: &str, card: &Card, asks: &Asks<'_>) -> f3
         return 0.0;
     }
     let tokens = text::tokens(sentence);
-    let matched = stems.iter().filter(|s| tokens.iter().any(|t| text::stem(t) == **s || negated(t, s))).count() as f32;
+    let matched = stems.iter().filter(|s| uses(&tokens, s)).count() as f32;
     let named = entities.iter().filter(|e| text::mentions(sentence, e)).count() as f32;
     let (title, section) = (&card.hit.title, section(card).unwrap_or(""));
     let about =
@@ -430,9 +430,14 @@ pub(super) fn denies(sentence: &str, question: &str, asks: &Asks<'_>) -> bool {
     denied && matched * 2 >= asks.stems.len()
 }
 
+/// Whether a sentence's tokens use the question word stemmed `stem`, or its negation ([`negated`]).
+pub(super) fn uses(tokens: &[String], stem: &str) -> bool {
+    tokens.iter().any(|t| text::stem(t) == stem || negated(t, stem))
+}
+
 /// Whether `word` is the negation of the word stemmed `stem`: "immutable" answers whether a thing is "mutable",
 /// "unsafe" whether it is "safe".
-pub(super) fn negated(word: &str, stem: &str) -> bool {
+fn negated(word: &str, stem: &str) -> bool {
     // "un" and "non" only negate; "in", "im", "dis" also begin words of their own ("inform"), so a longer rest.
     [("un", 4), ("non", 4), ("im", 5), ("in", 5), ("ir", 5), ("il", 5), ("dis", 5)].iter().any(|(prefix, least)| {
         word.strip_prefix(prefix)

@@ -12,6 +12,7 @@ use sleuth_messages::{
 
 use super::{
     entity_answer::EntityAnswer,
+    lead::completed,
     sentences::{
         Asks, asked_kind, counted, counts, denies, identifiers, quotable, scored_sentences, section, sentence_score,
     },
@@ -197,7 +198,7 @@ pub fn synthesize(state: &LoopState, types: &crate::entity_types::EntityTypes) -
     let mut lead = String::new();
     for (i, (_, card, sentence)) in best.iter().enumerate() {
         let sentence = match i == 0 && reading.is_none() {
-            true => super::lead::completed(card, sentence, &asks),
+            true => completed(card, sentence, &asks),
             // A sentence the lead already quotes as its continuation is not quoted again.
             false if lead.contains(sentence.trim()) => continue,
             false => sentence.trim().to_string(),
