@@ -48,6 +48,28 @@ pub(super) fn completed(card: &Card, sentence: &str, asks: &Asks<'_>) -> String 
         .join(" ")
 }
 
+/// The sentence as a window of its document holds it whole, where the edge of `card`'s window cut it: windows of
+/// one document overlap, so a first or last sentence cut mid-way ("Then replace the following functions:
+/// (Configuration is bincode::config::") is often whole in the next window of the answer's (" … (Configuration is
+/// bincode::config::legacy() by default)"), which is then the card quoted.
+pub(super) fn whole<'c>(window: &[&'c Card], card: &'c Card, sentence: &'c str) -> (&'c Card, &'c str) {
+    let trimmed = sentence.trim();
+    let sentences = text::sentences(&card.hit.text);
+    let at_edge = |s: Option<&&str>| s.is_some_and(|s| s.trim() == trimmed);
+    if trimmed.is_empty() || !(at_edge(sentences.first()) || at_edge(sentences.last())) {
+        return (card, sentence);
+    }
+    let holds = |s: &str| {
+        let s = s.trim();
+        s.len() > trimmed.len() && (s.starts_with(trimmed) || s.ends_with(trimmed))
+    };
+    window
+        .iter()
+        .filter(|c| c.hit.doc_id == card.hit.doc_id && c.hit.id != card.hit.id)
+        .find_map(|c| text::sentences(&c.hit.text).into_iter().find(|s| holds(s)).map(|s| (*c, s)))
+        .unwrap_or((card, sentence))
+}
+
 /// Whether a sentence stands on the one before it: its subject is a pronoun that stands for something that
 /// sentence named (its first word, or the first after a short opening phrase: "For example, this is the ordering
 /// used by …", "However, it …"), it opens with a word that contrasts it with that sentence or draws from it
@@ -117,6 +139,27 @@ mod tests {
         );
         c.hit.text = "The options are these: Some and None. Both are variants.".into();
         assert_eq!(completed(&c, "Clippy is a linter.", &Asks::default()), "Clippy is a linter.");
+    }
+
+    #[test]
+    fn a_sentence_a_window_cut_is_quoted_from_the_window_that_holds_it_whole() {
+        let cut = fixtures::card(
+            1,
+            1,
+            "guide",
+            "Guide",
+            "Configuration is mandatory. Then replace: (the default is config::",
+        );
+        let mut next =
+            fixtures::card(2, 1, "guide", "Guide", "is mandatory. Then replace: (the default is config::legacy()).");
+        next.hit.id = "guide#1".into();
+        let other = fixtures::card(3, 1, "spec", "Spec", "Then replace: (the default is config::standard()).");
+        let window = [&cut, &other, &next];
+        let (card, sentence) = whole(&window, &cut, "Then replace: (the default is config::");
+        assert_eq!((card.n, sentence), (2, "Then replace: (the default is config::legacy())."));
+        // A sentence inside its window, or one no other window of its document holds, stays as it is.
+        assert_eq!(whole(&window, &cut, "Configuration is mandatory.").1, "Configuration is mandatory.");
+        assert_eq!(whole(&window, &other, "Then replace: (the default is config::standard()).").0.n, 3);
     }
 
     #[test]

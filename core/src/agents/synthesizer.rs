@@ -12,7 +12,7 @@ use sleuth_messages::{
 
 use super::{
     entity_answer::EntityAnswer,
-    lead::completed,
+    lead::{completed, whole},
     sentences::{
         Asks, asked_kind, counted, counts, denies, identifiers, quotable, scored_sentences, section, sentence_score,
     },
@@ -153,6 +153,16 @@ pub fn synthesize(state: &LoopState, types: &crate::entity_types::EntityTypes) -
             .max_by(|x, y| x.0.total_cmp(&y.0));
         best.extend(quoted);
     }
+    // A sentence a window's edge cut is quoted as another window holds it whole, and once.
+    for entry in &mut best {
+        (entry.1, entry.2) = whole(&window, entry.1, entry.2);
+    }
+    let mut quoted: Vec<&str> = Vec::new();
+    best.retain(|(_, _, sentence)| {
+        let fresh = !quoted.contains(&sentence.trim());
+        quoted.push(sentence.trim());
+        fresh
+    });
     if best.is_empty() {
         let card = window.first().copied().unwrap_or(&state.cards[0]);
         let first = text::sentences(&card.hit.text).first().copied().unwrap_or(card.hit.text.as_str());
