@@ -3,7 +3,7 @@
 //! blocks kept whole and fenced, so a reader can tell code from prose; and the text cut into sections, each under
 //! the heading it falls under, which citations name. HTML and Office documents are read through it (`formats.rs`).
 
-use pulldown_cmark::{Event, HeadingLevel, Options, Parser, Tag, TagEnd};
+use pulldown_cmark::{BrokenLink, CowStr, Event, HeadingLevel, Options, Parser, Tag, TagEnd};
 
 /// A Markdown file as text: its title (the first level-one heading, else the first heading: a book's chapter files
 /// often open at level two) when it has one, and its paragraphs separated by blank lines. A file whose text opens
@@ -165,6 +165,15 @@ impl Renderer {
     }
 }
 
+/// A reference without a definition that names a code item, as rustdoc's intra-doc links do (`[Router::has_routes]`,
+/// ``[`HandleErrorLayer`]``), is a link: its text is read without the brackets. Brackets around words ("[1]", "[see
+/// below]") stay text.
+fn code_reference(link: BrokenLink<'_>) -> Option<(CowStr<'_>, CowStr<'_>)> {
+    let name = link.reference.trim_matches('`');
+    let code = name.starts_with(|c: char| c.is_alphabetic() || c == '_') && !name.contains(char::is_whitespace);
+    code.then(|| (CowStr::from(""), CowStr::from("")))
+}
+
 /// Renders Markdown to the text a person reads (see the module's doc).
 pub fn render(markdown: &str) -> Rendered {
     let options = Options::ENABLE_TABLES
@@ -175,7 +184,7 @@ pub fn render(markdown: &str) -> Rendered {
         | Options::ENABLE_YAML_STYLE_METADATA_BLOCKS
         | Options::ENABLE_DEFINITION_LIST;
     let mut r = Renderer::default();
-    for event in Parser::new_ext(markdown, options) {
+    for event in Parser::new_with_broken_link_callback(markdown, options, Some(code_reference)) {
         match event {
             Event::Start(tag) => r.start(tag),
             Event::End(tag) => r.end(tag),
@@ -213,6 +222,16 @@ mod tests {
         let r = render(md);
         assert_eq!(r.title.as_deref(), Some("The Guide"));
         assert_eq!(r.text, "The Guide\n\nSee the keyword and here.\n\nListing 1: a short fn main & more.");
+    }
+
+    #[test]
+    fn an_intra_doc_link_leaves_its_text_and_bracketed_words_stay() {
+        let md = "That is done with [HandleErrorLayer], by calling [`Router::has_routes`] or [a router][Router].\n\n\
+                  See [1] and [see below].\n";
+        assert_eq!(
+            render(md).text,
+            "That is done with HandleErrorLayer, by calling Router::has_routes or a router.\n\nSee [1] and [see below]."
+        );
     }
 
     #[test]
