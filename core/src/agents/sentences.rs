@@ -323,7 +323,14 @@ pub(super) fn looks_like_code(sentence: &str) -> bool {
     let words: Vec<&str> = sentence.split_whitespace().collect();
     let Some(first) = words.first() else { return false };
     let opens = ["let", "use", "fn", "impl", "pub", "struct", "enum", "mod", "#", "#[", "}", "};", ");", "//", "$"];
-    if opens.contains(first) || first.starts_with("#[") || first.starts_with("::") || first.ends_with("!(") {
+    // A keyword with its generics or visibility written on ("impl<S> FromRequest<S> for …", "pub(crate) fn …").
+    let keyword = first.split(['<', '(']).next().unwrap_or(first);
+    if opens.contains(first)
+        || opens.contains(&keyword)
+        || first.starts_with("#[")
+        || first.starts_with("::")
+        || first.ends_with("!(")
+    {
         return true;
     }
     const MARKS: &[&str] = &["::", "{", "}", ");", "=>", "->", "//", "!(", "()", "|", "==", "&mut", "^^"];
@@ -554,6 +561,11 @@ mod tests {
     fn code_that_lost_its_fence_is_told_from_prose() {
         assert!(looks_like_code("let app = Router::new() .route(\"/\", get(handler)); // the handler runs"));
         assert!(looks_like_code("# use derive_more::Display;"));
+        // A window that begins inside a code block loses its fence: the keyword still says code.
+        assert!(looks_like_code(
+            "impl<S> FromRequest<S> for ValidatedBody where Bytes: FromRequest<S>, S: Send + Sync"
+        ));
+        assert!(looks_like_code("pub(crate) fn parse(input: &str) -> Result<Config, Error>"));
         assert!(looks_like_code(
             "assert_eq!( Maybe::<()>::Nothing.try_unwrap_just().map_err(|err| err.input), Err(x));"
         ));
