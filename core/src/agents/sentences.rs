@@ -325,12 +325,7 @@ pub(super) fn looks_like_code(sentence: &str) -> bool {
     let opens = ["let", "use", "fn", "impl", "pub", "struct", "enum", "mod", "#", "#[", "}", "};", ");", "//", "$"];
     // A keyword with its generics or visibility written on ("impl<S> FromRequest<S> for …", "pub(crate) fn …").
     let keyword = first.split(['<', '(']).next().unwrap_or(first);
-    if opens.contains(first)
-        || opens.contains(&keyword)
-        || first.starts_with("#[")
-        || first.starts_with("::")
-        || first.ends_with("!(")
-    {
+    if opens.contains(&keyword) || first.starts_with("#[") || first.starts_with("::") || first.ends_with("!(") {
         return true;
     }
     const MARKS: &[&str] = &["::", "{", "}", ");", "=>", "->", "//", "!(", "()", "|", "==", "&mut", "^^"];
