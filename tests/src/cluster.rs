@@ -16,6 +16,9 @@ use crate::{free_port, nats};
 const CLUSTER: &str = "sleuth";
 /// How long a node may take to listen after it is started.
 const LISTEN_WITHIN: Duration = Duration::from_secs(20);
+/// How long a newly started cluster may take to elect a meta leader and report every node healthy before the
+/// start is retried on fresh ports.
+const START_HEALTHY_WITHIN: Duration = Duration::from_secs(45);
 
 pub struct ClusterNode {
     /// The server name (`-n`), as `nats server list` and the monitoring endpoints give it.
@@ -27,6 +30,9 @@ pub struct ClusterNode {
     log: PathBuf,
     frozen: bool,
 }
+
+/// A node's name and its answer to a monitoring request: status and body, `None` when it did not answer.
+type NodeAnswer = (String, Option<(u16, String)>);
 
 /// Each running node's name and its own copy of a stream: the last sequence and message count it holds.
 pub type ReplicaStates = Vec<(String, Option<(u64, u64)>)>;
@@ -129,7 +135,16 @@ impl NatsCluster {
                 return None;
             }
         }
-        cluster.wait_ready();
+        // A node can listen and still never join: a route port another process took between `free_port` and
+        // the spawn, or a first election that stalls. Such a start is retried on fresh ports, like one that
+        // never listened, with what each node logged.
+        if let Err(answers) = cluster.healthy_within(START_HEALTHY_WITHIN) {
+            eprintln!("the cluster did not become healthy within {START_HEALTHY_WITHIN:?}: {answers:?}");
+            for node in &cluster.nodes {
+                eprintln!("--- {} ---\n{}", node.name, node.said());
+            }
+            return None;
+        }
         Some(cluster)
     }
 
@@ -147,14 +162,24 @@ impl NatsCluster {
     /// Blocks until every running node says it is healthy (`/healthz`: JetStream up and current with its peers),
     /// as a readiness probe does; fails the test after 60 s with each node's answer.
     pub fn wait_ready(&self) {
-        let deadline = Instant::now() + Duration::from_secs(60);
+        if let Err(answers) = self.healthy_within(Duration::from_secs(60)) {
+            panic!("the cluster is not healthy within 60 s: {answers:?}");
+        }
+    }
+
+    /// Polls every running node's `/healthz` until all answer 200, or gives each node's last answer after
+    /// `within` (`None` for a node that did not answer).
+    fn healthy_within(&self, within: Duration) -> Result<(), Vec<NodeAnswer>> {
+        let deadline = Instant::now() + within;
         loop {
-            let answers: Vec<(String, Option<(u16, String)>)> =
+            let answers: Vec<NodeAnswer> =
                 self.nodes.iter().filter(|n| n.child.is_some()).map(|n| (n.name.clone(), n.get("/healthz"))).collect();
             if answers.iter().all(|(_, a)| a.as_ref().is_some_and(|(status, _)| *status == 200)) {
-                return;
+                return Ok(());
             }
-            assert!(Instant::now() < deadline, "the cluster is not healthy within 60 s: {answers:?}");
+            if Instant::now() >= deadline {
+                return Err(answers);
+            }
             std::thread::sleep(Duration::from_millis(200));
         }
     }
